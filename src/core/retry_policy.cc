@@ -1,0 +1,65 @@
+#include "core/retry_policy.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/http_status.h"
+
+namespace dataflux::internal {
+namespace {
+
+class RealClock : public Clock {
+ public:
+  absl::Time now() override { return absl::Now(); }
+  void sleep_for(absl::Duration d) override { absl::SleepFor(d); }
+};
+
+absl::Duration to_absl(std::chrono::milliseconds ms) { return absl::Milliseconds(ms.count()); }
+
+}  // namespace
+
+Clock& Clock::real() {
+  static RealClock* clock = new RealClock();  // never destroyed: used from any thread at exit
+  return *clock;
+}
+
+RetryState::RetryState(const RetryOptions& options, Idempotency idempotency, Clock& clock,
+                       std::uint64_t seed)
+    : options_(options),
+      idempotency_(idempotency),
+      clock_(clock),
+      deadline_(clock.now() + to_absl(options.deadline)),
+      rng_(seed != 0 ? seed : std::random_device{}()) {}
+
+std::optional<absl::Duration> RetryState::on_failure(const absl::Status& error) {
+  ++attempts_;
+  if (!is_transient(error) || idempotency_ != Idempotency::kIdempotent) return std::nullopt;
+  if (attempts_ >= std::max(1, options_.max_attempts)) return std::nullopt;
+  // Full jitter: uniform in [0, ceiling], the ceiling growing exponentially to max_backoff.
+  double ceiling_ms = static_cast<double>(options_.initial_backoff.count()) *
+                      std::pow(std::max(1.0, options_.multiplier), attempts_ - 1);
+  ceiling_ms = std::min(ceiling_ms, static_cast<double>(options_.max_backoff.count()));
+  std::uniform_real_distribution<double> dist(0.0, std::max(0.0, ceiling_ms));
+  absl::Duration delay = absl::Milliseconds(dist(rng_));
+  absl::Time now = clock_.now();
+  if (now + delay >= deadline_) return std::nullopt;
+  return delay;
+}
+
+absl::Status RetryState::final_error(const absl::Status& last) const {
+  if (attempts_ <= 1) return last;
+  return absl::Status(last.code(),
+                      absl::StrCat(last.message(), " (after ", attempts_, " attempts)"));
+}
+
+absl::Status retry_loop_status(RetryState& state, const std::function<absl::Status(int)>& op) {
+  for (int attempt = 1;; ++attempt) {
+    absl::Status status = op(attempt);
+    if (status.ok()) return status;
+    auto delay = state.on_failure(status);
+    if (!delay) return state.final_error(status);
+    state.clock().sleep_for(*delay);
+  }
+}
+
+}  // namespace dataflux::internal

@@ -1,0 +1,110 @@
+// Emulator: a local Google Cloud Storage (JSON API) server for tests and benchmarks.
+//
+// Real semantics (generations, preconditions, CRC32C/MD5, GCS-shaped errors), fault injection
+// per operation, and a cloud model (first-byte latency, per-stream bandwidth, a request-rate
+// limit answering 429), because on loopback nothing is slow. Binds to loopback only. The same
+// server runs as the `dataflux-emulator` binary.
+//
+//   auto emu = dataflux::emulator::Emulator::start({}).value();   // free loopback port
+//   emu->create_bucket("test-bucket");
+//   emu->inject_fault("objects.media", Fault::break_after(64 << 10)); // next media GET breaks
+//   setenv("STORAGE_EMULATOR_HOST", emu->endpoint().c_str(), 1);
+//   ... run the client ...; EXPECT_EQ(emu->request_count("objects.media"), 2);
+#ifndef DATAFLUX_SRC_EMULATOR_EMULATOR_H_
+#define DATAFLUX_SRC_EMULATOR_EMULATOR_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace dataflux::emulator {
+
+// How the emulator imitates a real cloud. All zero (the default) = as fast as loopback.
+struct CloudModel {
+  absl::Duration first_byte_latency = absl::ZeroDuration();  // added before every response
+  double stream_bytes_per_second = 0;  // per response body; 0 = unlimited
+  double max_requests_per_second = 0;  // over all requests; above it → 429; 0 = unlimited
+};
+
+// One injected failure, consumed by the next request of its operation (FIFO per operation).
+struct Fault {
+  enum class Kind {
+    kStatus,      // answer `http_status` with a GCS-shaped error body
+    kReset,       // close the connection without a response
+    kBreakAfter,  // send headers and `after_bytes` of the body, then close the connection
+    kStall,       // send headers and `after_bytes` of the body, then stop sending for `stall_for`
+  };
+  Kind kind = Kind::kStatus;
+  int http_status = 503;
+  std::uint64_t after_bytes = 0;
+  absl::Duration stall_for = absl::ZeroDuration();
+
+  static Fault status(int http_status);
+  static Fault reset();
+  static Fault break_after(std::uint64_t bytes);
+  static Fault stall(absl::Duration duration, std::uint64_t after_bytes = 0);
+};
+
+struct EmulatorOptions {
+  std::string host = "127.0.0.1";  // loopback only: anything else is refused
+  int port = 0;                    // 0 = a free port
+  int threads = 64;                // server worker threads (concurrent connections served)
+  CloudModel model;
+  std::string storage_dir;         // empty = objects in memory; else files under this directory
+  std::string project = "test-project";
+  std::uint64_t max_object_bytes = 8ull << 30;  // larger uploads get 413
+};
+
+struct ObjectInfo {
+  std::string name;
+  std::uint64_t size = 0;
+  std::int64_t generation = 0;
+  std::uint32_t crc32c = 0;
+};
+
+// Operation names used for faults and counters:
+//   buckets.insert buckets.get buckets.list buckets.delete
+//   objects.list objects.get (metadata) objects.media (alt=media) objects.insert (media,
+//   multipart, and resumable session start) objects.upload (resumable chunk PUT and status
+//   query) objects.compose objects.copy objects.rewrite objects.delete objects.patch
+class Emulator {
+ public:
+  static absl::StatusOr<std::unique_ptr<Emulator>> start(EmulatorOptions options);
+  ~Emulator();  // stops the server and joins its threads
+  Emulator(const Emulator&) = delete;
+  Emulator& operator=(const Emulator&) = delete;
+
+  int port() const;
+  std::string endpoint() const;  // "http://127.0.0.1:PORT"
+
+  // Direct access for tests (no HTTP, no faults, no cloud model).
+  absl::Status create_bucket(const std::string& bucket);
+  absl::StatusOr<ObjectInfo> put_object(const std::string& bucket, const std::string& name,
+                                       std::string data);
+  absl::StatusOr<std::string> get_object_data(const std::string& bucket, const std::string& name);
+  std::vector<ObjectInfo> list_objects(const std::string& bucket);  // every object, by name
+
+  void inject_fault(const std::string& operation, Fault fault);
+  std::size_t pending_faults(const std::string& operation) const;
+  void clear_faults();
+  void set_cloud_model(CloudModel model);
+
+  // Requests seen per operation since start or reset_counters(), faulted ones included.
+  std::uint64_t request_count(const std::string& operation) const;
+  void reset_counters();
+
+ private:
+  class Impl;
+  explicit Emulator(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dataflux::emulator
+
+#endif  // DATAFLUX_SRC_EMULATOR_EMULATOR_H_

@@ -1,0 +1,122 @@
+// HttpTransport: one libcurl multi event loop driving many HTTP requests on few threads.
+//
+// Backends (GCS, S3) build HttpRequests and submit() them; completion arrives as a callback on
+// the loop thread (or a future). No thread per request: requests beyond the in-flight limits
+// wait in a FIFO queue. Connections are pooled and kept alive between requests.
+//
+//   auto transport = internal::HttpTransport::instance();
+//   internal::HttpRequest req;
+//   req.url = "http://127.0.0.1:9023/storage/v1/b/bucket/o";
+//   internal::HttpResponse resp = transport->send(std::move(req));
+//   if (resp.status.ok() && resp.http_status == 200) use(resp.body);
+#ifndef DATAFLUX_SRC_HTTP_HTTP_TRANSPORT_H_
+#define DATAFLUX_SRC_HTTP_HTTP_TRANSPORT_H_
+
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "dataflux/transport.h"
+
+namespace dataflux::internal {
+
+struct HttpRequest {
+  std::string method = "GET";
+  std::string url;
+  // Header lines as (name, value). An empty value sends "Name:" with no value.
+  std::vector<std::pair<std::string, std::string>> headers;
+
+  // Request body: `body` when owned, or a view (`body_view`) the caller keeps alive until
+  // completion; body_view wins when both are set. No body = no Content-Length for GET/DELETE,
+  // "Content-Length: 0" for POST/PUT.
+  std::string body;
+  std::optional<std::string_view> body_view;
+
+  // Response body destination. When set, every byte goes here in order, on the loop thread;
+  // returning false aborts the transfer (HttpResponse::status becomes Cancelled). When unset,
+  // bytes accumulate into HttpResponse::body.
+  std::function<bool(const char* data, std::size_t size)> body_sink;
+
+  // Bytes this request holds in memory while in flight, counted against
+  // TransportOptions::max_bytes_in_flight (a request larger than the whole budget still runs,
+  // alone). 0 = not counted.
+  std::uint64_t budget_bytes = 0;
+
+  // Overrides TransportOptions::request_timeout / stall_timeout for this request.
+  std::optional<absl::Duration> timeout;
+  std::optional<absl::Duration> stall_timeout;
+};
+
+struct HttpResponse {
+  // The transport outcome: OK when a complete HTTP response arrived, whatever its status
+  // code. Otherwise: Unavailable (connection refused/reset, broken stream), DeadlineExceeded
+  // (timeout or stall), Cancelled (sink returned false or the transport shut down),
+  // Internal (anything else). The message names the method, URL and curl's error text.
+  absl::Status status;
+  long http_status = 0;
+  // Response headers, names lowercased, in arrival order (a name may repeat, e.g. x-goog-hash).
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;                 // when the request had no body_sink
+  std::uint64_t body_bytes = 0;     // bytes received (to the sink or to body)
+
+  // First value of a header (name in lowercase), or nullopt.
+  std::optional<std::string> header(std::string_view name) const;
+  // Every value of a header (name in lowercase).
+  std::vector<std::string> header_values(std::string_view name) const;
+};
+
+class HttpTransport {
+ public:
+  using Callback = std::function<void(HttpResponse)>;
+
+  struct Stats {
+    std::uint64_t requests_submitted = 0;
+    std::uint64_t requests_completed = 0;  // any outcome
+    std::uint64_t requests_failed = 0;     // status not OK
+    std::size_t in_flight = 0;
+    std::size_t queued = 0;
+    std::size_t peak_in_flight = 0;
+    std::uint64_t bytes_in_flight = 0;     // budget_bytes of requests in flight
+    std::uint64_t bytes_received = 0;
+    std::uint64_t bytes_sent = 0;
+    std::uint64_t connections_opened = 0;  // new TCP connections (reuse keeps this low)
+  };
+
+  explicit HttpTransport(TransportOptions options = {});
+  // Fails every outstanding request with Cancelled (callbacks run) and joins the loop threads.
+  ~HttpTransport();
+  HttpTransport(const HttpTransport&) = delete;
+  HttpTransport& operator=(const HttpTransport&) = delete;
+
+  // The process-wide transport, created on first use. In a child after fork() it is created
+  // anew (the parent's threads do not exist there).
+  static std::shared_ptr<HttpTransport> instance();
+
+  // Queues a request; `done` runs exactly once, on a loop thread. It must not block.
+  void submit(HttpRequest request, Callback done);
+  std::future<HttpResponse> submit(HttpRequest request);
+  // Blocking convenience: submit(...).get(). Must not be called from a loop thread.
+  HttpResponse send(HttpRequest request);
+
+  // Runs `fn` on a loop thread after `delay` (for retry backoff without blocking a thread).
+  void run_after(absl::Duration delay, std::function<void()> fn);
+
+  const TransportOptions& options() const;
+  Stats stats() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dataflux::internal
+
+#endif  // DATAFLUX_SRC_HTTP_HTTP_TRANSPORT_H_
