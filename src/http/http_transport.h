@@ -64,8 +64,8 @@ struct HttpResponse {
   long http_status = 0;
   // Response headers, names lowercased, in arrival order (a name may repeat, e.g. x-goog-hash).
   std::vector<std::pair<std::string, std::string>> headers;
-  std::string body;                 // when the request had no body_sink
-  std::uint64_t body_bytes = 0;     // bytes received (to the sink or to body)
+  std::string body;              // when the request had no body_sink
+  std::uint64_t body_bytes = 0;  // bytes received (to the sink or to body)
 
   // First value of a header (name in lowercase), or nullopt.
   std::optional<std::string> header(std::string_view name) const;
@@ -84,7 +84,7 @@ class HttpTransport {
     std::size_t in_flight = 0;
     std::size_t queued = 0;
     std::size_t peak_in_flight = 0;
-    std::uint64_t bytes_in_flight = 0;     // budget_bytes of requests in flight
+    std::uint64_t bytes_in_flight = 0;  // budget_bytes of requests in flight
     std::uint64_t bytes_received = 0;
     std::uint64_t bytes_sent = 0;
     std::uint64_t connections_opened = 0;  // new TCP connections (reuse keeps this low)
