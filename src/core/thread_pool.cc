@@ -13,27 +13,27 @@ ThreadPool::ThreadPool(std::size_t threads) {
 
 ThreadPool::~ThreadPool() {
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
+  wake_.notify_all();
   for (auto& t : threads_) t.join();
 }
 
 void ThreadPool::run(std::function<void()> task) {
-  absl::MutexLock lock(&mu_);
-  tasks_.push_back(std::move(task));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks_.push_back(std::move(task));
+  }
+  wake_.notify_one();
 }
 
 void ThreadPool::work() {
   for (;;) {
     std::function<void()> task;
     {
-      absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(
-          +[](ThreadPool* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
-            return self->stopping_ || !self->tasks_.empty();
-          },
-          this));
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
       if (tasks_.empty()) return;  // stopping, and nothing left to run
       task = std::move(tasks_.front());
       tasks_.pop_front();
@@ -47,11 +47,11 @@ ThreadPool& ThreadPool::shared() {
   // forked child the parent's threads do not exist, so the child builds its own.
   static std::atomic<ThreadPool*> pool{nullptr};
   static std::atomic<pid_t> owner{0};
-  static absl::Mutex mu;
+  static std::mutex mu;
   pid_t pid = getpid();
   ThreadPool* current = pool.load(std::memory_order_acquire);
   if (current != nullptr && owner.load(std::memory_order_acquire) == pid) return *current;
-  absl::MutexLock lock(&mu);
+  std::lock_guard<std::mutex> lock(mu);
   if (pool.load() == nullptr || owner.load() != pid) {
     pool.store(new ThreadPool(8), std::memory_order_release);
     owner.store(pid, std::memory_order_release);

@@ -4,14 +4,14 @@
 #ifndef DATAFLUX_SRC_CORE_THREAD_POOL_H_
 #define DATAFLUX_SRC_CORE_THREAD_POOL_H_
 
+#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
-
-#include "absl/synchronization/mutex.h"
 
 namespace dataflux::internal {
 
@@ -31,9 +31,12 @@ class ThreadPool {
  private:
   void work();
 
-  absl::Mutex mu_;
-  std::deque<std::function<void()>> tasks_ ABSL_GUARDED_BY(mu_);
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // std::mutex rather than absl::Mutex: Debian's Abseil is not built for ThreadSanitizer, which
+  // then reports false races, and TSan runs on this code must stay meaningful.
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<std::function<void()>> tasks_;  // guarded by mu_
+  bool stopping_ = false;                    // guarded by mu_
   std::vector<std::thread> threads_;
 };
 

@@ -10,13 +10,13 @@
 #include <climits>
 #include <cstdlib>
 #include <functional>
+#include <mutex>
 #include <random>
 #include <vector>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "core/http_status.h"
 #include "dataflux/crc32c.h"
 #include "dataflux/local.h"
@@ -330,7 +330,7 @@ class LocalStore : public ObjectStore, public std::enable_shared_from_this<Local
   absl::Status delete_object(const DeleteObjectRequest& request) override {
     if (absl::Status s = check_name(request.bucket, request.object); !s.ok()) return s;
     std::string path = path_of(request.object);
-    absl::MutexLock lock(&lock_for(request.object));
+    std::lock_guard<std::mutex> lock(lock_for(request.object));
     struct stat st;
     if (lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return not_found(request.object);
     if (absl::Status s =
@@ -368,7 +368,7 @@ class LocalStore : public ObjectStore, public std::enable_shared_from_this<Local
     internal::store_crc32c(fd, *generation, crc);
     std::string path = path_of(request.object);
     {
-      absl::MutexLock lock(&lock_for(request.object));
+      std::lock_guard<std::mutex> lock(lock_for(request.object));
       struct stat st;
       std::optional<std::int64_t> live;
       if (lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
@@ -572,14 +572,14 @@ class LocalStore : public ObjectStore, public std::enable_shared_from_this<Local
     return p;
   }
 
-  absl::Mutex& lock_for(const std::string& object) {
+  std::mutex& lock_for(const std::string& object) {
     return locks_[std::hash<std::string>{}(object) % locks_.size()];
   }
 
   std::string root_given_;
   std::string root_;  // canonical, no trailing slash; "" for "/"
   LocalOptions options_;
-  std::array<absl::Mutex, 64> locks_;
+  std::array<std::mutex, 64> locks_;  // std::mutex: see core/thread_pool.h
 };
 
 absl::StatusOr<ObjectMetadata> LocalWriteSession::finish() {

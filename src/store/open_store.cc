@@ -1,7 +1,7 @@
 #include "dataflux/open_store.h"
 
+#include <mutex>
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 
 namespace dataflux {
 namespace {
@@ -9,9 +9,9 @@ namespace {
 // One GCS store for the default options, so every dataset and checkpoint in a process shares
 // its connection pool, and one local store rooted at "/".
 absl::StatusOr<std::shared_ptr<ObjectStore>> default_gcs_store() {
-  static absl::Mutex mu;
+  static std::mutex mu;
   static std::shared_ptr<ObjectStore>* store = new std::shared_ptr<ObjectStore>();
-  absl::MutexLock lock(&mu);
+  std::lock_guard<std::mutex> lock(mu);
   if (!*store) {
     auto created = make_gcs_store();
     if (!created.ok()) return created.status();
