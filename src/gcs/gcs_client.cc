@@ -1,0 +1,152 @@
+#include "gcs/gcs_client.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "core/http_status.h"
+#include "gcs/gcs_json.h"
+
+namespace dataflux::internal {
+namespace {
+
+absl::string_view av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
+std::string strip_trailing_slashes(std::string url) {
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  return url;
+}
+
+}  // namespace
+
+ResolvedEndpoint resolve_endpoint(const std::string& option, const char* emulator_host) {
+  ResolvedEndpoint out;
+  if (!option.empty()) {
+    out.url = strip_trailing_slashes(option);
+    out.emulator = out.url != kDefaultGcsEndpoint;
+    return out;
+  }
+  if (emulator_host != nullptr && *emulator_host != '\0') {
+    std::string host = emulator_host;
+    if (host.find("://") == std::string::npos) host = "http://" + host;
+    out.url = strip_trailing_slashes(std::move(host));
+    out.emulator = true;
+    return out;
+  }
+  out.url = kDefaultGcsEndpoint;
+  return out;
+}
+
+bool same_transport_options(const TransportOptions& a, const TransportOptions& b) {
+  return a.max_requests_in_flight == b.max_requests_in_flight &&
+         a.max_bytes_in_flight == b.max_bytes_in_flight &&
+         a.max_connections_per_host == b.max_connections_per_host && a.threads == b.threads &&
+         a.connect_timeout == b.connect_timeout && a.stall_timeout == b.stall_timeout &&
+         a.request_timeout == b.request_timeout;
+}
+
+absl::StatusOr<std::shared_ptr<GcsClient>> GcsClient::create(GcsOptions options) {
+  ResolvedEndpoint endpoint =
+      resolve_endpoint(options.endpoint, std::getenv("STORAGE_EMULATOR_HOST"));
+  if (!absl::StartsWith(endpoint.url, "http://") && !absl::StartsWith(endpoint.url, "https://")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GCS endpoint must start with http:// or https://: \"", endpoint.url, "\""));
+  }
+  if (options.retry.max_attempts < 1) {
+    return absl::InvalidArgumentError("GcsOptions.retry.max_attempts must be at least 1");
+  }
+  std::shared_ptr<HttpTransport> transport =
+      same_transport_options(options.transport, TransportOptions{})
+          ? HttpTransport::instance()
+          : std::make_shared<HttpTransport>(options.transport);
+  return std::shared_ptr<GcsClient>(
+      new GcsClient(std::move(options), std::move(endpoint), std::move(transport)));
+}
+
+GcsClient::GcsClient(GcsOptions options, ResolvedEndpoint endpoint,
+                     std::shared_ptr<HttpTransport> transport)
+    : options_(std::move(options)),
+      endpoint_(std::move(endpoint.url)),
+      emulator_(endpoint.emulator),
+      explicit_credentials_(options_.credentials != nullptr),
+      user_agent_(kUserAgent),
+      transport_(std::move(transport)) {
+  if (!options_.user_agent_suffix.empty())
+    absl::StrAppend(&user_agent_, " ", options_.user_agent_suffix);
+  if (!options_.credentials && emulator_) options_.credentials = make_anonymous_credentials();
+  options_.resumable_chunk_size = std::max<std::uint64_t>(options_.resumable_chunk_size, 1);
+  constexpr std::uint64_t kQuantum = 256 << 10;
+  options_.resumable_chunk_size =
+      (options_.resumable_chunk_size + kQuantum - 1) / kQuantum * kQuantum;
+}
+
+GcsClient::~GcsClient() = default;
+
+HttpRequest GcsClient::new_request(std::string method, std::string_view path_and_query) const {
+  return new_request_to_url(std::move(method), absl::StrCat(endpoint_, av(path_and_query)));
+}
+
+HttpRequest GcsClient::new_request_to_url(std::string method, std::string url) const {
+  HttpRequest request;
+  request.method = std::move(method);
+  request.url = std::move(url);
+  request.headers.emplace_back("User-Agent", user_agent_);
+  return request;
+}
+
+absl::Status GcsClient::authorize(HttpRequest& request) const {
+  if (!options_.credentials) return absl::OkStatus();
+  auto header = options_.credentials->authorization_header();
+  if (!header.ok()) {
+    return annotate(header.status(),
+                    absl::StrCat(request.method, " ", request.url, ": cannot get credentials"));
+  }
+  if (header->has_value()) request.headers.emplace_back("Authorization", **header);
+  return absl::OkStatus();
+}
+
+absl::Status GcsClient::check(const HttpResponse& response, std::string_view context) const {
+  if (!response.status.ok()) return annotate(response.status, context);
+  if (status_code_from_http(response.http_status) == absl::StatusCode::kOk) {
+    return absl::OkStatus();
+  }
+  std::string message = error_message_from_body(response.body);
+  if ((response.http_status == 401 || response.http_status == 403) && !explicit_credentials_ &&
+      !emulator_) {
+    absl::StrAppend(&message,
+                    " (no credentials were configured: set GcsOptions.credentials, e.g. "
+                    "make_access_token_credentials())");
+  }
+  return status_from_http(response.http_status, context, message);
+}
+
+bool GcsClient::refresh_after_unauthorized(const HttpResponse& response, bool* refreshed) const {
+  if (!response.status.ok() || response.http_status != 401 || *refreshed || !options_.credentials) {
+    return false;
+  }
+  *refreshed = true;
+  options_.credentials->on_unauthorized();
+  return true;
+}
+
+absl::StatusOr<HttpResponse> GcsClient::execute(const std::function<HttpRequest()>& make,
+                                                Idempotency idempotency, std::string_view context) {
+  RetryState retry(options_.retry, idempotency);
+  bool refreshed = false;
+  std::function<absl::StatusOr<HttpResponse>(int)> attempt =
+      [&](int) -> absl::StatusOr<HttpResponse> {
+    for (;;) {
+      HttpRequest request = make();
+      if (auto s = authorize(request); !s.ok()) return s;
+      HttpResponse response = transport_->send(std::move(request));
+      if (refresh_after_unauthorized(response, &refreshed)) continue;
+      if (auto s = check(response, context); !s.ok()) return s;
+      return response;
+    }
+  };
+  return retry_loop<HttpResponse>(retry, attempt);
+}
+
+}  // namespace dataflux::internal

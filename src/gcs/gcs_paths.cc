@@ -1,0 +1,54 @@
+#include "gcs/gcs_paths.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace dataflux::internal {
+
+std::string percent_encode(std::string_view value) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(value.size());
+  for (char c : value) {
+    auto u = static_cast<unsigned char>(c);
+    bool unreserved = (u >= 'A' && u <= 'Z') || (u >= 'a' && u <= 'z') || (u >= '0' && u <= '9') ||
+                      u == '-' || u == '.' || u == '_' || u == '~';
+    if (unreserved) {
+      out.push_back(c);
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[u >> 4]);
+      out.push_back(kHex[u & 0xF]);
+    }
+  }
+  return out;
+}
+
+void QueryString::add(std::string_view name, std::string_view value) {
+  query_.push_back(query_.empty() ? '?' : '&');
+  query_ += percent_encode(name);
+  query_.push_back('=');
+  query_ += percent_encode(value);
+}
+
+void QueryString::add(std::string_view name, std::int64_t value) {
+  add(name, std::string_view(std::to_string(value)));
+}
+
+void QueryString::add_nonempty(std::string_view name, std::string_view value) {
+  if (!value.empty()) add(name, value);
+}
+
+std::string QueryString::str() const { return query_; }
+
+std::string object_path(std::string_view bucket, std::string_view object) {
+  std::string path = absl::StrCat("/storage/v1/b/", percent_encode(bucket), "/o");
+  if (!object.empty()) absl::StrAppend(&path, "/", percent_encode(object));
+  return path;
+}
+
+std::string gs_url(std::string_view bucket, std::string_view object) {
+  return absl::StrCat("gs://", absl::string_view(bucket.data(), bucket.size()), "/",
+                      absl::string_view(object.data(), object.size()));
+}
+
+}  // namespace dataflux::internal

@@ -1,0 +1,315 @@
+#include "gcs/gcs_read.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "dataflux/crc32c.h"
+#include "gcs/gcs_json.h"
+#include "gcs/gcs_paths.h"
+
+namespace dataflux::internal {
+namespace {
+
+absl::string_view av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
+std::optional<std::uint64_t> parse_u64(std::string_view text) {
+  std::uint64_t v = 0;
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(av(text)), &v)) return std::nullopt;
+  return v;
+}
+
+std::string crc_text(std::uint32_t crc) {
+  return absl::StrFormat("0x%08x (%s)", crc, crc32c_to_base64(crc));
+}
+
+}  // namespace
+
+std::optional<std::string> read_range_header(std::uint64_t offset,
+                                             std::optional<std::uint64_t> length,
+                                             std::uint64_t delivered) {
+  std::uint64_t first = offset + delivered;
+  if (!length) {
+    if (first == 0) return std::nullopt;
+    return absl::StrCat("bytes=", first, "-");
+  }
+  return absl::StrCat("bytes=", first, "-", offset + *length - 1);
+}
+
+std::optional<std::uint32_t> crc32c_from_hash_headers(const std::vector<std::string>& values) {
+  for (const auto& value : values) {
+    for (absl::string_view part : absl::StrSplit(value, ',')) {
+      part = absl::StripAsciiWhitespace(part);
+      if (absl::ConsumePrefix(&part, "crc32c=")) {
+        return crc32c_from_base64(std::string_view(part.data(), part.size()));
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::uint64_t> total_from_content_range(std::string_view value) {
+  auto slash = value.rfind('/');
+  if (slash == std::string_view::npos) return std::nullopt;
+  return parse_u64(value.substr(slash + 1));
+}
+
+void ReadOperation::start(std::shared_ptr<GcsClient> client, const ReadObjectRequest& request,
+                          ReadTarget target, AsyncCallback<ReadObjectResult> done) {
+  std::string context = absl::StrCat("GET ", gs_url(request.bucket, request.object));
+  absl::Status invalid;
+  if (target.buffer == nullptr && !target.sink && target.capacity > 0) {
+    invalid = absl::InvalidArgumentError(absl::StrCat(context, ": null buffer"));
+  } else if (request.length && target.buffer != nullptr && *request.length > target.capacity) {
+    invalid = absl::InvalidArgumentError(absl::StrCat(context, ": ", *request.length,
+                                                      " bytes requested but the buffer holds only ",
+                                                      target.capacity));
+  } else if (request.length && *request.length > UINT64_MAX - request.offset) {
+    invalid = absl::InvalidArgumentError(absl::StrCat(context, ": offset + length overflows"));
+  }
+  if (!invalid.ok()) {
+    // Even errors found up front are reported on a transport thread, as for any other outcome.
+    client->transport().run_after(absl::ZeroDuration(),
+                                  [done = std::move(done), invalid] { done(invalid); });
+    return;
+  }
+  auto op = std::make_shared<ReadOperation>(std::move(client), request, std::move(target),
+                                            std::move(done));
+  if (request.length && *request.length == 0) {
+    op->probe_size();  // nothing to transfer, but the offset must still be within the object
+  } else {
+    op->attempt();
+  }
+}
+
+ReadOperation::ReadOperation(std::shared_ptr<GcsClient> client, const ReadObjectRequest& request,
+                             ReadTarget target, AsyncCallback<ReadObjectResult> done)
+    : client_(std::move(client)),
+      request_(request),
+      target_(std::move(target)),
+      done_(std::move(done)),
+      retry_(client_->options().retry, Idempotency::kIdempotent),
+      generation_(request.generation) {}
+
+std::string ReadOperation::context() const {
+  return absl::StrCat("GET ", gs_url(request_.bucket, request_.object));
+}
+
+void ReadOperation::attempt() {
+  ++attempts_;
+  attempt_start_delivered_ = delivered_;
+  attempt_start_crc_ = crc_;
+  head_.clear();
+  pending_.clear();
+  released_ = false;
+  overflow_ = false;
+  too_many_bytes_ = false;
+  QueryString query;
+  query.add("alt", "media");
+  if (generation_) query.add("generation", *generation_);
+  HttpRequest request = client_->new_request(
+      "GET", absl::StrCat("/download", object_path(request_.bucket, request_.object), query.str()));
+  if (auto range = read_range_header(request_.offset, request_.length, delivered_)) {
+    request.headers.emplace_back("Range", *std::move(range));
+  }
+  if (auto s = client_->authorize(request); !s.ok()) return retry_or_fail(s);
+  auto self = shared_from_this();
+  request.body_sink = [self](const char* data, std::size_t size) {
+    return self->on_bytes(data, size);
+  };
+  client_->transport().submit(std::move(request), [self](HttpResponse response) {
+    self->on_response(std::move(response));
+  });
+}
+
+// The transport hands every response body to the sink, error bodies included, and the HTTP
+// status is known only at the end. So each attempt keeps the head of its body (the server's
+// error message, if it was an error), buffer reads roll back on an error status, and sink reads
+// hold back the first kHoldBack bytes until the body is clearly not an error document.
+bool ReadOperation::on_bytes(const char* data, std::size_t size) {
+  if (head_.size() < kHoldBack) head_.append(data, std::min(size, kHoldBack - head_.size()));
+  if (!target_.sink) return deliver(data, size);
+  if (!released_ && pending_.size() + size <= kHoldBack) {
+    pending_.append(data, size);
+    return true;
+  }
+  if (!release_pending()) return false;
+  return deliver(data, size);
+}
+
+bool ReadOperation::release_pending() {
+  released_ = true;
+  if (pending_.empty()) return true;
+  std::string pending = std::move(pending_);
+  pending_.clear();
+  return deliver(pending.data(), pending.size());
+}
+
+bool ReadOperation::deliver(const char* data, std::size_t size) {
+  if (request_.length && delivered_ + size > *request_.length) {
+    too_many_bytes_ = true;
+    return false;
+  }
+  if (target_.sink) {
+    absl::Status s = target_.sink(data, size);
+    if (!s.ok()) {
+      sink_error_ = std::move(s);
+      return false;
+    }
+  } else {
+    if (delivered_ + size > target_.capacity) {
+      overflow_ = true;
+      return false;
+    }
+    std::memcpy(target_.buffer + delivered_, data, size);
+  }
+  if (whole_object() && request_.verify_crc32c) crc_ = crc32c_extend(crc_, data, size);
+  delivered_ += size;
+  return true;
+}
+
+void ReadOperation::on_response(HttpResponse response) {
+  const bool success = response.http_status >= 200 && response.http_status < 300;
+  if (!success) {
+    // Whatever reached us was an error document, not object bytes. If we cut it short (it did
+    // not fit the buffer), the HTTP status still says what happened.
+    if ((overflow_ || too_many_bytes_) && response.http_status != 0) {
+      response.status = absl::OkStatus();
+    }
+    if (response.body.empty()) response.body = std::move(head_);
+    delivered_ = attempt_start_delivered_;
+    crc_ = attempt_start_crc_;
+    overflow_ = too_many_bytes_ = false;
+  } else if (!overflow_ && !too_many_bytes_ && sink_error_.ok()) {
+    release_pending();
+  }
+  if (success) {
+    if (!generation_) {
+      if (auto g = response.header("x-goog-generation")) {
+        std::int64_t v = 0;
+        if (absl::SimpleAtoi(av(*g), &v)) generation_ = v;
+      }
+    }
+    if (auto stored = response.header("x-goog-stored-content-length")) {
+      object_size_ = parse_u64(*stored);
+    } else if (auto range = response.header("content-range")) {
+      object_size_ = total_from_content_range(*range);
+    } else if (auto length = response.header("content-length");
+               length && response.http_status == 200 && whole_object()) {
+      object_size_ = parse_u64(*length);  // no Range was sent: the body is the whole object
+    }
+    if (auto crc = crc32c_from_hash_headers(response.header_values("x-goog-hash"))) {
+      server_crc32c_ = crc;
+    }
+  }
+  if (overflow_) {
+    std::string size_note =
+        object_size_ ? absl::StrCat(" (the object has ", *object_size_, " bytes)") : "";
+    return complete(absl::InvalidArgumentError(
+        absl::StrCat(context(), ": reading from offset ", request_.offset,
+                     " needs more than the buffer's ", target_.capacity, " bytes", size_note)));
+  }
+  if (too_many_bytes_) {
+    return complete(absl::InternalError(absl::StrCat(context(), ": the server sent more than the ",
+                                                     *request_.length, " bytes requested")));
+  }
+  if (!sink_error_.ok()) return complete(sink_error_);
+  if (client_->refresh_after_unauthorized(response, &refreshed_)) return attempt();
+  if (response.status.ok() && response.http_status == 416 && delivered_ == 0) {
+    return probe_size();
+  }
+  if (auto s = client_->check(response, context()); !s.ok()) return retry_or_fail(s);
+
+  // A complete response: make sure it covered the whole range before declaring success.
+  std::uint64_t want = delivered_;
+  if (object_size_) {
+    std::uint64_t available = *object_size_ > request_.offset ? *object_size_ - request_.offset : 0;
+    want = request_.length ? std::min(*request_.length, available) : available;
+  } else if (request_.length) {
+    want = *request_.length;
+  }
+  if (delivered_ < want) {
+    return retry_or_fail(absl::UnavailableError(
+        absl::StrCat(context(), ": response ended after ", delivered_, " of ", want, " bytes")));
+  }
+  complete(finish_success());
+}
+
+absl::StatusOr<ReadObjectResult> ReadOperation::finish_success() {
+  ReadObjectResult result;
+  result.bytes = delivered_;
+  result.object_size = object_size_.value_or(request_.offset + delivered_);
+  result.generation = generation_.value_or(0);
+  result.crc32c = server_crc32c_;
+  result.attempts = attempts_;
+  if (whole_object() && request_.verify_crc32c) {
+    if (server_crc32c_ && *server_crc32c_ != crc_) {
+      return absl::DataLossError(absl::StrCat(context(), ": CRC32C mismatch: the server reports ",
+                                              crc_text(*server_crc32c_), " but the ", delivered_,
+                                              " bytes received have ", crc_text(crc_)));
+    }
+    if (request_.expected_crc32c && *request_.expected_crc32c != crc_) {
+      return absl::DataLossError(absl::StrCat(context(), ": CRC32C mismatch: expected ",
+                                              crc_text(*request_.expected_crc32c), " but the ",
+                                              delivered_, " bytes received have ", crc_text(crc_)));
+    }
+    result.crc32c_verified = server_crc32c_.has_value() || request_.expected_crc32c.has_value();
+  }
+  return result;
+}
+
+void ReadOperation::probe_size() {
+  ++attempts_;
+  QueryString query;
+  query.add("fields", "name,size,generation");
+  if (generation_) query.add("generation", *generation_);
+  HttpRequest request = client_->new_request(
+      "GET", absl::StrCat(object_path(request_.bucket, request_.object), query.str()));
+  if (auto s = client_->authorize(request); !s.ok())
+    return retry_or_fail(s, &ReadOperation::probe_size);
+  auto self = shared_from_this();
+  client_->transport().submit(std::move(request), [self](HttpResponse response) {
+    self->on_probe_response(std::move(response));
+  });
+}
+
+void ReadOperation::on_probe_response(HttpResponse response) {
+  if (client_->refresh_after_unauthorized(response, &refreshed_)) return probe_size();
+  if (auto s = client_->check(response, context()); !s.ok()) {
+    return retry_or_fail(s, &ReadOperation::probe_size);
+  }
+  auto meta = parse_object_resource(response.body, request_.bucket, context());
+  if (!meta.ok()) return complete(meta.status());
+  if (request_.offset > meta->size) {
+    return complete(absl::OutOfRangeError(absl::StrCat(context(), ": offset ", request_.offset,
+                                                       " is past the end of the object (",
+                                                       meta->size, " bytes)")));
+  }
+  ReadObjectResult result;
+  result.object_size = meta->size;
+  result.generation = meta->generation;
+  result.crc32c = meta->crc32c;
+  result.attempts = attempts_;
+  complete(result);
+}
+
+void ReadOperation::retry_or_fail(const absl::Status& error, void (ReadOperation::*next)()) {
+  auto delay = retry_.on_failure(error);
+  if (!delay) return complete(retry_.final_error(error));
+  auto self = shared_from_this();
+  client_->transport().run_after(*delay, [self, next] { ((*self).*next)(); });
+}
+
+void ReadOperation::complete(absl::StatusOr<ReadObjectResult> result) {
+  auto done = std::move(done_);
+  done_ = nullptr;
+  if (done) done(std::move(result));
+}
+
+}  // namespace dataflux::internal
