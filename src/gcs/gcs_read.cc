@@ -103,11 +103,6 @@ std::string ReadOperation::context() const {
 
 void ReadOperation::attempt() {
   ++attempts_;
-  attempt_start_delivered_ = delivered_;
-  attempt_start_crc_ = crc_;
-  head_.clear();
-  pending_.clear();
-  released_ = false;
   overflow_ = false;
   too_many_bytes_ = false;
   QueryString query;
@@ -128,28 +123,9 @@ void ReadOperation::attempt() {
   });
 }
 
-// The transport hands every response body to the sink, error bodies included, and the HTTP
-// status is known only at the end. So each attempt keeps the head of its body (the server's
-// error message, if it was an error), buffer reads roll back on an error status, and sink reads
-// hold back the first kHoldBack bytes until the body is clearly not an error document.
-bool ReadOperation::on_bytes(const char* data, std::size_t size) {
-  if (head_.size() < kHoldBack) head_.append(data, std::min(size, kHoldBack - head_.size()));
-  if (!target_.sink) return deliver(data, size);
-  if (!released_ && pending_.size() + size <= kHoldBack) {
-    pending_.append(data, size);
-    return true;
-  }
-  if (!release_pending()) return false;
-  return deliver(data, size);
-}
-
-bool ReadOperation::release_pending() {
-  released_ = true;
-  if (pending_.empty()) return true;
-  std::string pending = std::move(pending_);
-  pending_.clear();
-  return deliver(pending.data(), pending.size());
-}
+// Only bodies of successful responses reach here (the transport keeps error documents in
+// HttpResponse::body), so every byte is object data.
+bool ReadOperation::on_bytes(const char* data, std::size_t size) { return deliver(data, size); }
 
 bool ReadOperation::deliver(const char* data, std::size_t size) {
   if (request_.length && delivered_ + size > *request_.length) {
@@ -176,19 +152,6 @@ bool ReadOperation::deliver(const char* data, std::size_t size) {
 
 void ReadOperation::on_response(HttpResponse response) {
   const bool success = response.http_status >= 200 && response.http_status < 300;
-  if (!success) {
-    // Whatever reached us was an error document, not object bytes. If we cut it short (it did
-    // not fit the buffer), the HTTP status still says what happened.
-    if ((overflow_ || too_many_bytes_) && response.http_status != 0) {
-      response.status = absl::OkStatus();
-    }
-    if (response.body.empty()) response.body = std::move(head_);
-    delivered_ = attempt_start_delivered_;
-    crc_ = attempt_start_crc_;
-    overflow_ = too_many_bytes_ = false;
-  } else if (!overflow_ && !too_many_bytes_ && sink_error_.ok()) {
-    release_pending();
-  }
   if (success) {
     if (!generation_) {
       if (auto g = response.header("x-goog-generation")) {

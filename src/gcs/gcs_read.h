@@ -68,7 +68,6 @@ class ReadOperation : public std::enable_shared_from_this<ReadOperation> {
   void attempt();
   void probe_size();  // after a 416: is offset exactly the end (0 bytes) or past it?
   bool on_bytes(const char* data, std::size_t size);
-  bool release_pending();
   bool deliver(const char* data, std::size_t size);
   void on_response(HttpResponse response);
   void on_probe_response(HttpResponse response);
@@ -98,13 +97,6 @@ class ReadOperation : public std::enable_shared_from_this<ReadOperation> {
   bool overflow_ = false;        // more bytes than the buffer holds
   bool too_many_bytes_ = false;  // the server sent past the requested range
   absl::Status sink_error_;
-
-  static constexpr std::size_t kHoldBack = 4096;
-  std::uint64_t attempt_start_delivered_ = 0;
-  std::uint32_t attempt_start_crc_ = 0;
-  std::string head_;     // the first bytes of this attempt's body
-  std::string pending_;  // sink reads: bytes held back until the body is known to be data
-  bool released_ = false;
 };
 
 }  // namespace dataflux::internal

@@ -44,11 +44,20 @@ std::size_t on_header(char* data, std::size_t size, std::size_t count, void* use
   return n;
 }
 
+constexpr std::size_t kMaxErrorBody = 64 << 10;
+
 std::size_t on_write(char* data, std::size_t size, std::size_t count, void* user) {
   auto& t = *static_cast<Transfer*>(user);
   const std::size_t n = size * count;
   t.touch();
-  if (t.request.body_sink) {
+  if (t.request.body_sink && !t.status_checked) {
+    // Headers are complete once the body flows: only a successful response's body is data.
+    long code = 0;
+    curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &code);
+    t.error_body = code < 200 || code >= 300;
+    t.status_checked = true;
+  }
+  if (t.request.body_sink && !t.error_body) {
     // An exception must not unwind through curl's C frames; it ends the transfer instead.
     try {
       if (!t.request.body_sink(data, n)) {
@@ -62,8 +71,14 @@ std::size_t on_write(char* data, std::size_t size, std::size_t count, void* user
       t.sink_error = "unknown exception";
       return n == 0 ? 1 : 0;
     }
-  } else {
+  } else if (!t.request.body_sink) {
     t.response.body.append(data, n);
+  } else {
+    // An error document (404, 503...) for a request with a sink: kept in `body` for the
+    // message, never handed to the sink, and capped so a hostile server cannot fill memory.
+    std::size_t keep = std::min(n, kMaxErrorBody - std::min(kMaxErrorBody, t.response.body.size()));
+    t.response.body.append(data, keep);
+    return n;
   }
   t.response.body_bytes += n;
   return n;

@@ -45,9 +45,11 @@ struct Transfer {
   curl_off_t last_download = 0;  // progress seen by the XFERINFO callback
   curl_off_t last_upload = 0;
 
-  bool sink_aborted = false;  // body_sink returned false
-  std::string sink_error;     // body_sink threw; what() is kept for the message
-  bool stalled = false;       // the loop aborted it for want of progress
+  bool sink_aborted = false;    // body_sink returned false
+  bool status_checked = false;  // error_body is known (the first body byte arrived)
+  bool error_body = false;      // the response is not 2xx: its body goes to response.body
+  std::string sink_error;       // body_sink threw; what() is kept for the message
+  bool stalled = false;         // the loop aborted it for want of progress
   // A connection has been assigned. Before that the transfer may wait in curl's per-host
   // queue, which is not a stall; the stall clock starts when this turns true.
   bool connected = false;

@@ -40,9 +40,10 @@ struct HttpRequest {
   std::string body;
   std::optional<std::string_view> body_view;
 
-  // Response body destination. When set, every byte goes here in order, on the loop thread;
-  // returning false aborts the transfer (HttpResponse::status becomes Cancelled). When unset,
-  // bytes accumulate into HttpResponse::body.
+  // Response body destination. When set, every byte of a successful (2xx) response goes here
+  // in order, on the loop thread; returning false aborts the transfer (HttpResponse::status
+  // becomes Cancelled). Bodies of other responses (error documents) go to HttpResponse::body,
+  // up to 64 KiB. When unset, bytes accumulate into HttpResponse::body.
   std::function<bool(const char* data, std::size_t size)> body_sink;
 
   // Bytes this request holds in memory while in flight, counted against

@@ -85,6 +85,46 @@ TEST(HttpTransportTest, HttpErrorStatusIsATransportSuccess) {
   EXPECT_EQ(resp.body, "no such object");
 }
 
+TEST(HttpTransportTest, ErrorBodiesNeverReachTheSink) {
+  std::string huge_error(200 << 10, 'e');
+  TestServer server([&](httplib::Server& s) {
+    s.Get("/missing", [](const httplib::Request&, httplib::Response& res) {
+      res.status = 404;
+      res.set_content("{\"error\":{\"message\":\"No such object\"}}", "application/json");
+    });
+    s.Get("/huge", [&](const httplib::Request&, httplib::Response& res) {
+      res.status = 503;
+      res.set_content(huge_error, "text/plain");
+    });
+    s.Get("/ok", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content("object bytes", "application/octet-stream");
+    });
+  });
+  HttpTransport transport;
+  std::string sunk;
+  auto with_sink = [&](const std::string& path) {
+    HttpRequest req = make_request("GET", server.url(path));
+    req.body_sink = [&](const char* data, std::size_t n) {
+      sunk.append(data, n);
+      return true;
+    };
+    return transport.send(std::move(req));
+  };
+  HttpResponse missing = with_sink("/missing");
+  ASSERT_TRUE(missing.status.ok()) << missing.status;
+  EXPECT_EQ(missing.http_status, 404);
+  EXPECT_EQ(missing.body, "{\"error\":{\"message\":\"No such object\"}}");
+  EXPECT_EQ(sunk, "");
+  HttpResponse huge = with_sink("/huge");
+  EXPECT_EQ(huge.http_status, 503);
+  EXPECT_EQ(huge.body.size(), 64u << 10);  // capped
+  EXPECT_EQ(sunk, "");
+  HttpResponse ok = with_sink("/ok");
+  EXPECT_EQ(ok.http_status, 200);
+  EXPECT_EQ(sunk, "object bytes");
+  EXPECT_EQ(ok.body, "");
+}
+
 TEST(HttpTransportTest, MethodsCarryOwnedAndViewBodies) {
   TestServer server(install_echo);
   HttpTransport transport;
