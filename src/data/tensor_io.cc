@@ -1,0 +1,42 @@
+#include "dataflux/tensor_io.h"
+
+#include <ATen/ops/empty.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace dataflux {
+
+at::Tensor read_object_tensor(ObjectStore& store, const std::string& bucket,
+                              const std::string& object) {
+  ObjectMetadata meta = value_or_throw(store.get_object_metadata(bucket, object));
+  at::Tensor tensor = at::empty({static_cast<std::int64_t>(meta.size)}, at::kByte);
+  ReadObjectRequest request;
+  request.bucket = bucket;
+  request.object = object;
+  request.generation =
+      meta.generation != 0 ? std::optional<std::int64_t>(meta.generation) : std::nullopt;
+  request.expected_crc32c = meta.crc32c;
+  ReadObjectResult result = value_or_throw(store.read_object(
+      request, static_cast<char*>(tensor.data_ptr()), static_cast<std::size_t>(meta.size)));
+  if (result.bytes != meta.size) {
+    throw Error(absl::DataLossError(absl::StrCat("read ", bucket, "/", object, ": got ",
+                                                 result.bytes, " of ", meta.size, " bytes")));
+  }
+  return tensor;
+}
+
+ObjectMetadata write_object_tensor(ObjectStore& store, const std::string& bucket,
+                                   const std::string& object, const at::Tensor& tensor) {
+  if (!tensor.device().is_cpu() || !tensor.is_contiguous()) {
+    throw Error(absl::InvalidArgumentError(
+        absl::StrCat("write ", bucket, "/", object,
+                     ": the tensor must be a contiguous CPU tensor (call .contiguous().cpu())")));
+  }
+  WriteObjectRequest request;
+  request.bucket = bucket;
+  request.object = object;
+  std::string_view bytes(static_cast<const char*>(tensor.data_ptr()), tensor.nbytes());
+  return value_or_throw(store.write_object(request, bytes));
+}
+
+}  // namespace dataflux
