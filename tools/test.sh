@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Builds Dataflux and runs every test:
+#   1. the full build (torch layer included) and all its tests, Google's gcloud CLI against
+#      our emulator included (skipped, visibly, where gcloud is absent);
+#   2. the torch-free tests again under AddressSanitizer + UndefinedBehaviorSanitizer;
+#   3. `cmake --install`, then the demo built as a separate project against the install tree.
+# Ends with one line "tests: N passed, M failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+tools/deps.sh || exit 1
+BUILD_DIR=${BUILD_DIR:-build}
+ASAN_DIR=${ASAN_DIR:-build-asan}
+passed=0
+failed=0
+
+# run_ctest DIR: runs the tests of DIR and adds them to the totals.
+run_ctest() {
+  local log
+  log=$(mktemp)
+  (cd "$1" && ctest -j2 --output-on-failure --timeout 600) 2>&1 | tee "$log"
+  local line total bad
+  line=$(grep -E 'tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | tail -1)
+  if [ -z "$line" ]; then
+    failed=$((failed + 1))
+    echo "test.sh: no ctest summary from $1"
+  else
+    total=$(sed -E 's/.* out of ([0-9]+).*/\1/' <<<"$line")
+    bad=$(sed -E 's/.* ([0-9]+) tests failed.*/\1/' <<<"$line")
+    passed=$((passed + total - bad))
+    failed=$((failed + bad))
+  fi
+  rm -f "$log"
+}
+
+step() { echo; echo "=== $* ==="; }
+
+step "build (Release, with libtorch)"
+if cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null &&
+   cmake --build "$BUILD_DIR" -j2; then
+  step "tests"
+  run_ctest "$BUILD_DIR"
+else
+  echo "test.sh: the build failed"; failed=$((failed + 1))
+fi
+
+step "torch-free tests under ASan + UBSan"
+if cmake -S . -B "$ASAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDATAFLUX_WITH_TORCH=OFF \
+         -DDATAFLUX_BUILD_BENCH=OFF -DDATAFLUX_SANITIZE=ON >/dev/null &&
+   cmake --build "$ASAN_DIR" -j2; then
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 run_ctest "$ASAN_DIR"
+else
+  echo "test.sh: the sanitizer build failed"; failed=$((failed + 1))
+fi
+
+step "install, and build the demo against the install tree"
+prefix=$(mktemp -d)
+if cmake --install "$BUILD_DIR" --prefix "$prefix" >/dev/null &&
+   cmake -S examples -B "$prefix/examples-build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null &&
+   cmake --build "$prefix/examples-build" -j2 >/dev/null &&
+   "$prefix/examples-build/dataflux_train_demo" >/dev/null; then
+  echo "installed package: find_package(Dataflux) + Dataflux::dataflux build and run OK"
+  passed=$((passed + 1))
+else
+  echo "test.sh: building or running the demo against the installed package failed"
+  failed=$((failed + 1))
+fi
+rm -rf "$prefix"
+
+echo
+echo "tests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
