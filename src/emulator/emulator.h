@@ -28,7 +28,7 @@ namespace dataflux::emulator {
 // How the emulator imitates a real cloud. All zero (the default) = as fast as loopback.
 struct CloudModel {
   absl::Duration first_byte_latency = absl::ZeroDuration();  // added before every response
-  double stream_bytes_per_second = 0;  // per response body; 0 = unlimited
+  double stream_bytes_per_second = 0;                        // per response body; 0 = unlimited
   double max_requests_per_second = 0;  // over all requests; above it → 429; 0 = unlimited
 };
 
@@ -56,7 +56,7 @@ struct EmulatorOptions {
   int port = 0;                    // 0 = a free port
   int threads = 64;                // server worker threads (concurrent connections served)
   CloudModel model;
-  std::string storage_dir;         // empty = objects in memory; else files under this directory
+  std::string storage_dir;  // empty = objects in memory; else files under this directory
   std::string project = "test-project";
   std::uint64_t max_object_bytes = 8ull << 30;  // larger uploads get 413
 };
@@ -86,7 +86,7 @@ class Emulator {
   // Direct access for tests (no HTTP, no faults, no cloud model).
   absl::Status create_bucket(const std::string& bucket);
   absl::StatusOr<ObjectInfo> put_object(const std::string& bucket, const std::string& name,
-                                       std::string data);
+                                        std::string data);
   absl::StatusOr<std::string> get_object_data(const std::string& bucket, const std::string& name);
   std::vector<ObjectInfo> list_objects(const std::string& bucket);  // every object, by name
 

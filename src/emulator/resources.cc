@@ -1,0 +1,201 @@
+#include "emulator/resources.h"
+
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "dataflux/crc32c.h"
+#include "emulator/wire.h"
+
+namespace dataflux::emulator::internal {
+namespace {
+
+using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
+
+void field(JsonWriter& w, const char* key, const std::string& value) {
+  w.Key(key);
+  w.String(value);
+}
+
+void write_object(JsonWriter& w, const ObjectRecord& o, const std::string& endpoint) {
+  const std::string encoded = percent_encode(o.name);
+  const std::string generation = std::to_string(o.generation);
+  w.StartObject();
+  field(w, "kind", "storage#object");
+  field(w, "id", absl::StrCat(o.bucket, "/", o.name, "/", generation));
+  field(w, "selfLink", absl::StrCat(endpoint, "/storage/v1/b/", o.bucket, "/o/", encoded));
+  field(w, "mediaLink",
+        absl::StrCat(endpoint, "/download/storage/v1/b/", o.bucket, "/o/", encoded,
+                     "?generation=", generation, "&alt=media"));
+  field(w, "name", o.name);
+  field(w, "bucket", o.bucket);
+  field(w, "generation", generation);
+  field(w, "metageneration", std::to_string(o.metageneration));
+  field(w, "contentType", o.content_type);
+  field(w, "storageClass", "STANDARD");
+  field(w, "size", std::to_string(o.size()));
+  if (!o.md5_base64.empty()) field(w, "md5Hash", o.md5_base64);
+  field(w, "crc32c", crc32c_to_base64(o.crc32c));
+  field(w, "etag", absl::Base64Escape(absl::StrCat(generation, "/", o.metageneration)));
+  field(w, "timeCreated", rfc3339(o.created_us));
+  field(w, "updated", rfc3339(o.updated_us));
+  field(w, "timeStorageClassUpdated", rfc3339(o.created_us));
+  if (o.component_count > 0) {
+    w.Key("componentCount");
+    w.Int(o.component_count);
+  }
+  if (!o.metadata.empty()) {
+    w.Key("metadata");
+    w.StartObject();
+    for (const auto& [key, value] : o.metadata) {
+      w.Key(key.data(), static_cast<rapidjson::SizeType>(key.size()));
+      w.String(value);
+    }
+    w.EndObject();
+  }
+  w.EndObject();
+}
+
+void write_bucket(JsonWriter& w, const BucketRecord& b, const std::string& endpoint) {
+  w.StartObject();
+  field(w, "kind", "storage#bucket");
+  field(w, "id", b.name);
+  field(w, "selfLink", absl::StrCat(endpoint, "/storage/v1/b/", b.name));
+  field(w, "name", b.name);
+  field(w, "projectNumber", "123456789");
+  field(w, "metageneration", "1");
+  field(w, "location", "US");
+  field(w, "locationType", "multi-region");
+  field(w, "storageClass", "STANDARD");
+  field(w, "etag", "CAE=");
+  field(w, "timeCreated", rfc3339(b.created_us));
+  field(w, "updated", rfc3339(b.created_us));
+  w.EndObject();
+}
+
+std::string finish(const rapidjson::StringBuffer& buffer) {
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+}  // namespace
+
+std::string object_json(const ObjectRecord& object, const std::string& endpoint) {
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  write_object(w, object, endpoint);
+  return finish(buffer);
+}
+
+std::string bucket_json(const BucketRecord& bucket, const std::string& endpoint) {
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  write_bucket(w, bucket, endpoint);
+  return finish(buffer);
+}
+
+std::string bucket_list_json(const std::vector<BucketRecord>& buckets,
+                             const std::string& endpoint) {
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.StartObject();
+  field(w, "kind", "storage#buckets");
+  w.Key("items");
+  w.StartArray();
+  for (const auto& bucket : buckets) write_bucket(w, bucket, endpoint);
+  w.EndArray();
+  w.EndObject();
+  return finish(buffer);
+}
+
+std::string object_list_json(const ListPage& page, const std::string& endpoint) {
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.StartObject();
+  field(w, "kind", "storage#objects");
+  if (!page.next_page_token.empty()) field(w, "nextPageToken", page.next_page_token);
+  if (!page.prefixes.empty()) {
+    w.Key("prefixes");
+    w.StartArray();
+    for (const auto& prefix : page.prefixes) w.String(prefix);
+    w.EndArray();
+  }
+  if (!page.items.empty()) {
+    w.Key("items");
+    w.StartArray();
+    for (const auto& item : page.items) write_object(w, item, endpoint);
+    w.EndArray();
+  }
+  w.EndObject();
+  return finish(buffer);
+}
+
+std::string rewrite_json(const ObjectRecord& object, const std::string& endpoint) {
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.StartObject();
+  field(w, "kind", "storage#rewriteResponse");
+  field(w, "totalBytesRewritten", std::to_string(object.size()));
+  field(w, "objectSize", std::to_string(object.size()));
+  w.Key("done");
+  w.Bool(true);
+  w.Key("resource");
+  write_object(w, object, endpoint);
+  w.EndObject();
+  return finish(buffer);
+}
+
+const char* error_reason(int http_status) {
+  switch (http_status) {
+    case 400:
+      return "invalid";
+    case 401:
+      return "required";
+    case 403:
+      return "forbidden";
+    case 404:
+      return "notFound";
+    case 409:
+      return "conflict";
+    case 412:
+      return "conditionNotMet";
+    case 413:
+      return "uploadTooLarge";
+    case 416:
+      return "requestedRangeNotSatisfiable";
+    case 429:
+      return "rateLimitExceeded";
+    case 499:
+      return "clientClosedRequest";
+    case 501:
+      return "notImplemented";
+    case 503:
+      return "backendError";
+    default:
+      return http_status >= 500 ? "backendError" : "invalid";
+  }
+}
+
+std::string error_json(int http_status, const std::string& message) {
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.StartObject();
+  w.Key("error");
+  w.StartObject();
+  w.Key("code");
+  w.Int(http_status);
+  field(w, "message", message);
+  w.Key("errors");
+  w.StartArray();
+  w.StartObject();
+  field(w, "domain", "global");
+  field(w, "reason", error_reason(http_status));
+  field(w, "message", message);
+  w.EndObject();
+  w.EndArray();
+  w.EndObject();
+  w.EndObject();
+  return finish(buffer);
+}
+
+}  // namespace dataflux::emulator::internal

@@ -1,0 +1,392 @@
+// Buckets and objects over HTTP: metadata, media and ranges, generations and preconditions,
+// listing, compose, copy, rewrite, patch, delete, odd names and bad input.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "dataflux/crc32c.h"
+#include "emulator/emulator_fixture.h"
+
+namespace dataflux::emulator::testing {
+namespace {
+
+TEST_F(EmulatorTest, BucketLifecycle) {
+  auto res =
+      client_->Post("/storage/v1/b?project=p1", R"({"name":"new-bucket"})", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(json_string(res->body, "name"), "new-bucket");
+  res = client_->Post("/storage/v1/b?project=p1", R"({"name":"new-bucket"})", "application/json");
+  EXPECT_EQ(res->status, 409);
+  res = client_->Post("/storage/v1/b?project=p1", R"({"name":)", "application/json");
+  EXPECT_EQ(res->status, 400);
+  res = client_->Get("/storage/v1/b/new-bucket");
+  EXPECT_EQ(res->status, 200);
+  res = client_->Get("/storage/v1/b?project=p1");
+  ASSERT_EQ(res->status, 200);
+  auto doc = parse_json(res->body);
+  ASSERT_EQ(doc["items"].Size(), 1u);  // test-bucket belongs to the default project
+  EXPECT_STREQ(doc["items"][0]["name"].GetString(), "new-bucket");
+
+  // A bucket with an object cannot be deleted.
+  ASSERT_TRUE(emu_->put_object("new-bucket", "o", "x").ok());
+  res = client_->Delete("/storage/v1/b/new-bucket");
+  EXPECT_EQ(res->status, 409);
+  EXPECT_EQ(client_->Delete("/storage/v1/b/new-bucket/o/o")->status, 204);
+  EXPECT_EQ(client_->Delete("/storage/v1/b/new-bucket")->status, 204);
+  res = client_->Get("/storage/v1/b/new-bucket");
+  EXPECT_EQ(res->status, 404);
+  EXPECT_EQ(error_reason(res->body), "notFound");
+}
+
+TEST_F(EmulatorTest, MetadataAndMediaWithHashes) {
+  const std::string data = "hello world";
+  std::string resource = upload("greeting.txt", data);
+  auto doc = parse_json(resource);
+  ASSERT_TRUE(doc.IsObject());
+  EXPECT_STREQ(doc["kind"].GetString(), "storage#object");
+  EXPECT_STREQ(doc["size"].GetString(), "11");  // a JSON string, as on GCS
+  EXPECT_STREQ(doc["md5Hash"].GetString(), "XrY7u+Ae7tCTyyK7j1rNww==");
+  EXPECT_EQ(doc["crc32c"].GetString(), crc32c_to_base64(crc32c(data)));
+  EXPECT_STREQ(doc["storageClass"].GetString(), "STANDARD");
+  const std::string generation = doc["generation"].GetString();
+
+  auto meta = client_->Get(object_path("greeting.txt").c_str());
+  ASSERT_TRUE(meta);
+  EXPECT_EQ(json_string(meta->body, "generation"), generation);
+  EXPECT_EQ(json_string(meta->body, "metageneration"), "1");
+
+  for (const std::string& path : {object_path("greeting.txt") + "?alt=media",
+                                  "/download" + object_path("greeting.txt") + "?alt=media"}) {
+    auto media = client_->Get(path.c_str());
+    ASSERT_TRUE(media) << path;
+    EXPECT_EQ(media->status, 200);
+    EXPECT_EQ(media->body, data);
+    EXPECT_EQ(media->get_header_value("x-goog-hash"),
+              "crc32c=" + crc32c_to_base64(crc32c(data)) + ",md5=XrY7u+Ae7tCTyyK7j1rNww==");
+    EXPECT_EQ(media->get_header_value("x-goog-generation"), generation);
+    EXPECT_EQ(media->get_header_value("x-goog-metageneration"), "1");
+    EXPECT_EQ(media->get_header_value("x-goog-stored-content-length"), "11");
+    EXPECT_EQ(media->get_header_value("Content-Length"), "11");
+  }
+}
+
+TEST_F(EmulatorTest, Ranges) {
+  upload("r", "0123456789");
+  const std::string path = object_path("r") + "?alt=media";
+  struct Case {
+    const char* range;
+    int status;
+    const char* body;
+    const char* content_range;
+  };
+  for (const Case& c :
+       {Case{"bytes=2-4", 206, "234", "bytes 2-4/10"}, Case{"bytes=7-", 206, "789", "bytes 7-9/10"},
+        Case{"bytes=-2", 206, "89", "bytes 8-9/10"},
+        Case{"bytes=5-99", 206, "56789", "bytes 5-9/10"},
+        Case{"bytes=10-", 416, nullptr, "bytes */10"},
+        Case{"bytes=-0", 416, nullptr, "bytes */10"}}) {
+    auto res = client_->Get(path.c_str(), {{"Range", c.range}});
+    ASSERT_TRUE(res) << c.range;
+    EXPECT_EQ(res->status, c.status) << c.range;
+    EXPECT_EQ(res->get_header_value("Content-Range"), c.content_range) << c.range;
+    if (c.body != nullptr) {
+      EXPECT_EQ(res->body, c.body) << c.range;
+    }
+    if (c.status == 416) {
+      EXPECT_EQ(error_reason(res->body), "requestedRangeNotSatisfiable");
+    }
+  }
+  // Malformed ranges are refused too (by us or by httplib's own parser).
+  auto res = client_->Get(path.c_str(), {{"Range", "bytes=9-3"}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 416);
+}
+
+TEST_F(EmulatorTest, GenerationsAndPreconditions) {
+  const std::string g1 = json_string(upload("p", "one"), "generation");
+  const std::string g2 = json_string(upload("p", "two"), "generation");
+  EXPECT_LT(std::stoll(g1), std::stoll(g2));
+  const std::string path = object_path("p");
+  EXPECT_EQ(client_->Get((path + "?alt=media&generation=" + g2).c_str())->body, "two");
+  EXPECT_EQ(client_->Get((path + "?alt=media&generation=" + g1).c_str())->status, 404);
+  EXPECT_EQ(client_->Get((path + "?ifGenerationMatch=" + g1).c_str())->status, 412);
+  EXPECT_EQ(client_->Get((path + "?ifGenerationMatch=" + g2).c_str())->status, 200);
+  EXPECT_EQ(client_->Get((path + "?ifMetagenerationMatch=2").c_str())->status, 412);
+  EXPECT_EQ(client_->Get((path + "?generation=abc").c_str())->status, 400);
+
+  // Uploads: 0 = must not exist; a wrong generation fails; the right one succeeds.
+  auto post = [&](const std::string& query) {
+    return client_
+        ->Post(
+            ("/upload/storage/v1/b/" + std::string(kBucket) + "/o?uploadType=media&name=p" + query)
+                .c_str(),
+            "three", "text/plain")
+        ->status;
+  };
+  EXPECT_EQ(post("&ifGenerationMatch=0"), 412);
+  EXPECT_EQ(post("&ifGenerationMatch=" + g1), 412);
+  EXPECT_EQ(post("&ifGenerationNotMatch=" + g2), 412);
+  EXPECT_EQ(post("&ifMetagenerationMatch=7"), 412);
+  EXPECT_EQ(post("&ifGenerationMatch=" + g2), 200);
+  EXPECT_EQ(emu_->get_object_data(kBucket, "p").value(), "three");
+  auto res = client_->Post(("/upload/storage/v1/b/" + std::string(kBucket) +
+                            "/o?uploadType=media&name=fresh&ifGenerationMatch=0")
+                               .c_str(),
+                           "new", "text/plain");
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(json_string(res->body, "contentType"), "text/plain");
+}
+
+TEST_F(EmulatorTest, DeleteAndPatch) {
+  const std::string g = json_string(upload("d", "x"), "generation");
+  const std::string path = object_path("d");
+  EXPECT_EQ(client_->Delete((path + "?ifGenerationMatch=1").c_str())->status, 412);
+  EXPECT_EQ(client_->Delete((path + "?generation=1").c_str())->status, 404);
+
+  auto res = client_->Patch((path + "?ifMetagenerationMatch=1").c_str(),
+                            R"({"contentType":"text/csv","metadata":{"k":"v","gone":null}})",
+                            "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  auto doc = parse_json(res->body);
+  EXPECT_STREQ(doc["metageneration"].GetString(), "2");
+  EXPECT_STREQ(doc["contentType"].GetString(), "text/csv");
+  EXPECT_STREQ(doc["metadata"]["k"].GetString(), "v");
+  EXPECT_EQ(doc["generation"].GetString(), g);  // patch keeps the generation
+  EXPECT_EQ(
+      client_->Patch((path + "?ifMetagenerationMatch=1").c_str(), "{}", "application/json")->status,
+      412);
+  EXPECT_EQ(client_->Patch(path.c_str(), "{not json", "application/json")->status, 400);
+
+  EXPECT_EQ(client_->Delete((path + "?ifGenerationMatch=" + g).c_str())->status, 204);
+  EXPECT_EQ(client_->Get(path.c_str())->status, 404);
+  EXPECT_EQ(client_->Delete(path.c_str())->status, 404);
+}
+
+TEST_F(EmulatorTest, ListingWithPrefixDelimiterOffsetsAndPages) {
+  for (const char* name : {"a/1", "a/2", "a/b/3", "a/c/", "b", "c/4", "d"}) {
+    ASSERT_TRUE(emu_->put_object(kBucket, name, name).ok());
+  }
+  const std::string base = "/storage/v1/b/" + std::string(kBucket) + "/o";
+  auto names = [](const std::string& body, const char* member) {
+    std::vector<std::string> out;
+    auto doc = parse_json(body);
+    if (!doc.HasMember(member)) return out;
+    for (const auto& v : doc[member].GetArray()) {
+      out.push_back(v.IsString() ? v.GetString() : v["name"].GetString());
+    }
+    return out;
+  };
+  auto res = client_->Get((base + "?delimiter=/").c_str());
+  EXPECT_EQ(names(res->body, "items"), (std::vector<std::string>{"b", "d"}));
+  EXPECT_EQ(names(res->body, "prefixes"), (std::vector<std::string>{"a/", "c/"}));
+  res = client_->Get((base + "?prefix=a/&delimiter=/").c_str());
+  EXPECT_EQ(names(res->body, "items"), (std::vector<std::string>{"a/1", "a/2"}));
+  EXPECT_EQ(names(res->body, "prefixes"), (std::vector<std::string>{"a/b/", "a/c/"}));
+  res = client_->Get((base + "?prefix=a/&delimiter=/&includeTrailingDelimiter=true").c_str());
+  EXPECT_EQ(names(res->body, "items"), (std::vector<std::string>{"a/1", "a/2", "a/c/"}));
+  res = client_->Get((base + "?startOffset=a/2&endOffset=c").c_str());
+  EXPECT_EQ(names(res->body, "items"), (std::vector<std::string>{"a/2", "a/b/3", "a/c/", "b"}));
+  res = client_->Get((base + "?fields=items(name),nextPageToken").c_str());
+  EXPECT_EQ(names(res->body, "items").size(), 7u);
+
+  // Pages of 2 with a delimiter: prefixes count as entries and are never repeated.
+  std::vector<std::string> seen;
+  std::string token;
+  int pages = 0;
+  do {
+    std::string url = base + "?delimiter=/&maxResults=2";
+    if (!token.empty()) url += "&pageToken=" + token;
+    res = client_->Get(url.c_str());
+    ASSERT_EQ(res->status, 200) << res->body;
+    for (auto& n : names(res->body, "prefixes")) seen.push_back(n);
+    for (auto& n : names(res->body, "items")) seen.push_back(n);
+    token = json_string(res->body, "nextPageToken");
+    ASSERT_LT(++pages, 10);
+  } while (!token.empty());
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, (std::vector<std::string>{"a/", "b", "c/", "d"}));
+  EXPECT_EQ(pages, 2);
+  EXPECT_EQ(client_->Get((base + "?pageToken=%%%").c_str())->status, 400);
+  EXPECT_EQ(client_->Get((base + "?maxResults=0").c_str())->status, 400);
+  EXPECT_EQ(client_->Get("/storage/v1/b/missing/o")->status, 404);
+}
+
+TEST_F(EmulatorTest, ListingCapsPagesAtOneThousandInByteOrder) {
+  for (int i = 0; i < 1205; ++i) {
+    ASSERT_TRUE(emu_->put_object(kBucket, "k" + std::to_string(i), "").ok());
+  }
+  ASSERT_TRUE(emu_->put_object(kBucket, "\xc3\xa9", "").ok());  // é sorts after ASCII bytes
+  ASSERT_TRUE(emu_->put_object(kBucket, "Z", "").ok());
+  const std::string base = "/storage/v1/b/" + std::string(kBucket) + "/o?maxResults=5000";
+  auto res = client_->Get(base.c_str());
+  auto doc = parse_json(res->body);
+  ASSERT_EQ(doc["items"].Size(), 1000u);
+  EXPECT_STREQ(doc["items"][0]["name"].GetString(), "Z");
+  res =
+      client_->Get((base + "&pageToken=" + std::string(doc["nextPageToken"].GetString())).c_str());
+  auto doc2 = parse_json(res->body);
+  ASSERT_EQ(doc2["items"].Size(), 207u);
+  EXPECT_STREQ(doc2["items"][206]["name"].GetString(), "\xc3\xa9");
+  EXPECT_FALSE(doc2.HasMember("nextPageToken"));
+}
+
+TEST_F(EmulatorTest, OddObjectNames) {
+  struct Name {
+    std::string raw;
+    std::string encoded;
+  };
+  for (const Name& n : {Name{"with space", "with%20space"}, Name{"a+b", "a%2Bb"},
+                        Name{"100%", "100%25"}, Name{"dir/sub/file", "dir%2Fsub%2Ffile"},
+                        Name{"h\xc3\xa9llo \xe2\x9c\x93", "h%C3%A9llo%20%E2%9C%93"},
+                        Name{"hash#tag?q=1", "hash%23tag%3Fq%3D1"}}) {
+    const std::string resource = upload(n.encoded, n.raw);
+    EXPECT_EQ(json_string(resource, "name"), n.raw);
+    auto media = client_->Get((object_path(n.encoded) + "?alt=media").c_str());
+    ASSERT_TRUE(media);
+    EXPECT_EQ(media->status, 200) << n.raw;
+    EXPECT_EQ(media->body, n.raw);
+    EXPECT_EQ(emu_->get_object_data(kBucket, n.raw).value(), n.raw);
+  }
+  // A raw (unescaped) slash in the path works as well.
+  EXPECT_EQ(client_->Get((object_path("dir/sub/file") + "?alt=media").c_str())->body,
+            "dir/sub/file");
+  EXPECT_EQ(client_->Get((object_path("bad%zz")).c_str())->status, 400);
+}
+
+TEST_F(EmulatorTest, Compose) {
+  upload("c1", "abc");
+  upload("c2", "defg");
+  const std::string g1 = json_string(client_->Get(object_path("c1").c_str())->body, "generation");
+  const std::string path = object_path("both") + "/compose";
+  auto res = client_->Post(
+      path.c_str(),
+      R"({"sourceObjects":[{"name":"c1","objectPreconditions":{"ifGenerationMatch":")" + g1 +
+          R"("}},{"name":"c2"}],"destination":{"contentType":"text/plain"}})",
+      "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  auto doc = parse_json(res->body);
+  EXPECT_EQ(doc["crc32c"].GetString(), crc32c_to_base64(crc32c("abcdefg")));
+  EXPECT_EQ(doc["componentCount"].GetInt(), 2);
+  EXPECT_FALSE(doc.HasMember("md5Hash"));
+  EXPECT_STREQ(doc["contentType"].GetString(), "text/plain");
+  EXPECT_EQ(emu_->get_object_data(kBucket, "both").value(), "abcdefg");
+  auto media = client_->Get((object_path("both") + "?alt=media").c_str());
+  EXPECT_EQ(media->get_header_value("x-goog-hash"),
+            "crc32c=" + crc32c_to_base64(crc32c("abcdefg")));
+
+  auto compose = [&](const std::string& body, const std::string& query = "") {
+    return client_->Post((path + query).c_str(), body, "application/json")->status;
+  };
+  EXPECT_EQ(compose(R"({"sourceObjects":[{"name":"missing"}]})"), 404);
+  EXPECT_EQ(compose(R"({"sourceObjects":[{"name":"c1","generation":"1"}]})"), 412);
+  EXPECT_EQ(
+      compose(R"({"sourceObjects":[{"name":"c1","objectPreconditions":{"ifGenerationMatch":1}}]})"),
+      412);
+  EXPECT_EQ(compose(R"({"sourceObjects":[{"name":"c1"}]})", "?ifGenerationMatch=0"), 412);
+  EXPECT_EQ(compose(R"({"sourceObjects":[]})"), 400);
+  EXPECT_EQ(compose(R"({"sourceObjects":"x"})"), 400);
+  EXPECT_EQ(compose("{truncated"), 400);
+  std::string many = R"({"sourceObjects":[)";
+  for (int i = 0; i < 33; ++i) many += std::string(i ? "," : "") + R"({"name":"c1"})";
+  EXPECT_EQ(compose(many + "]}"), 400);
+  many = R"({"sourceObjects":[)";
+  for (int i = 0; i < 32; ++i) many += std::string(i ? "," : "") + R"({"name":"c2"})";
+  EXPECT_EQ(compose(many + "]}"), 200);
+  EXPECT_EQ(emu_->get_object_data(kBucket, "both").value().size(), 128u);
+}
+
+TEST_F(EmulatorTest, CopyAndRewrite) {
+  ASSERT_TRUE(emu_->create_bucket("other-bucket").ok());
+  const std::string g = json_string(upload("src", "payload"), "generation");
+  auto res = client_->Post(
+      (object_path("src") + "/copyTo/b/other-bucket/o/dst%2Fcopy?sourceGeneration=" + g).c_str(),
+      "", "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(json_string(res->body, "bucket"), "other-bucket");
+  EXPECT_EQ(json_string(res->body, "name"), "dst/copy");
+  EXPECT_EQ(emu_->get_object_data("other-bucket", "dst/copy").value(), "payload");
+
+  res = client_->Post((object_path("src") + "/rewriteTo/b/" + kBucket + "/o/rw").c_str(),
+                      R"({"contentType":"text/x-rw"})", "application/json");
+  ASSERT_EQ(res->status, 200) << res->body;
+  auto doc = parse_json(res->body);
+  EXPECT_STREQ(doc["kind"].GetString(), "storage#rewriteResponse");
+  EXPECT_TRUE(doc["done"].GetBool());
+  EXPECT_STREQ(doc["resource"]["name"].GetString(), "rw");
+  EXPECT_STREQ(doc["resource"]["contentType"].GetString(), "text/x-rw");
+  EXPECT_EQ(emu_->get_object_data(kBucket, "rw").value(), "payload");
+
+  EXPECT_EQ(
+      client_
+          ->Post((object_path("src") + "/rewriteTo/b/" + kBucket + "/o/rw?ifGenerationMatch=0")
+                     .c_str(),
+                 "", "application/json")
+          ->status,
+      412);
+  EXPECT_EQ(
+      client_
+          ->Post((object_path("src") + "/copyTo/b/" + kBucket + "/o/x?sourceGeneration=1").c_str(),
+                 "", "application/json")
+          ->status,
+      404);
+  EXPECT_EQ(client_
+                ->Post((object_path("nope") + "/copyTo/b/" + kBucket + "/o/x").c_str(), "",
+                       "application/json")
+                ->status,
+            404);
+  EXPECT_EQ(
+      client_
+          ->Post((object_path("src") + "/copyTo/b/no-bucket/o/x").c_str(), "", "application/json")
+          ->status,
+      404);
+}
+
+TEST_F(EmulatorTest, UnknownRoutesGetGcsShapedNotFound) {
+  auto res = client_->Get("/storage/v1/nothing/here");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404);
+  EXPECT_EQ(error_reason(res->body), "notFound");
+  EXPECT_EQ(emu_->request_count("unknown"), 1u);
+  res = client_->Put("/storage/v1/b", "x", "text/plain");
+  EXPECT_EQ(res->status, 404);
+}
+
+TEST_F(EmulatorTest, StorageDirKeepsBytesInFiles) {
+  char dir_template[] = "/tmp/dataflux-emu-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  EmulatorOptions options;
+  options.storage_dir = dir_template;
+  emu_.reset();
+  start(options);
+  std::string big(3 << 20, 'q');
+  big[12345] = 'Z';
+  upload("big", big);
+  auto media =
+      client_->Get((object_path("big") + "?alt=media").c_str(), {{"Range", "bytes=12340-12349"}});
+  ASSERT_TRUE(media);
+  EXPECT_EQ(media->body, "qqqqqZqqqq");
+  EXPECT_EQ(client_->Get((object_path("big") + "?alt=media").c_str())->body, big);
+  EXPECT_EQ(emu_->get_object_data(kBucket, "big").value(), big);
+  emu_.reset();  // files go with the emulator
+  EXPECT_EQ(rmdir(dir_template), 0);
+}
+
+TEST(EmulatorStartTest, RefusesNonLoopbackHosts) {
+  EmulatorOptions options;
+  options.host = "0.0.0.0";
+  EXPECT_EQ(Emulator::start(options).status().code(), absl::StatusCode::kInvalidArgument);
+  options.host = "8.8.8.8";
+  EXPECT_FALSE(Emulator::start(options).ok());
+  options.host = "127.0.0.1";
+  auto emu = Emulator::start(options);
+  ASSERT_TRUE(emu.ok());
+  EXPECT_GT((*emu)->port(), 0);
+  EXPECT_EQ((*emu)->endpoint(), "http://127.0.0.1:" + std::to_string((*emu)->port()));
+}
+
+}  // namespace
+}  // namespace dataflux::emulator::testing

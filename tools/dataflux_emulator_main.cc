@@ -1,0 +1,109 @@
+// dataflux-emulator: a local GCS JSON API server with fault injection and a cloud model.
+// Prints its URL as the first line of stdout, then serves until SIGINT or SIGTERM.
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "emulator/emulator.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "Usage: dataflux-emulator [options]\n"
+    "  --host H                 loopback address to bind (default 127.0.0.1)\n"
+    "  --port P                 port, 0 = a free one (default 0)\n"
+    "  --threads N              server worker threads (default 64)\n"
+    "  --latency-ms X           first-byte latency added to every response\n"
+    "  --stream-mb-per-s Y      per-response bandwidth in MB/s (0 = unlimited)\n"
+    "  --max-requests-per-s Z   request-rate limit over all requests, above it 429\n"
+    "  --storage-dir D          keep object bytes in files under D (default: memory)\n"
+    "  --bucket NAME            create this bucket at start (repeatable)\n"
+    "  --project P              project that owns the buckets (default test-project)\n"
+    "  --help                   this text\n"
+    "Prints the URL (http://127.0.0.1:PORT) as its first line, then serves until SIGINT or\n"
+    "SIGTERM. Control: POST /_dataflux/faults, POST /_dataflux/model, GET /_dataflux/counters,\n"
+    "POST /_dataflux/reset.\n";
+
+bool parse_number(const char* text, double* out) {
+  char* end = nullptr;
+  *out = std::strtod(text, &end);
+  return end != text && *end == '\0' && *out >= 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using dataflux::emulator::Emulator;
+  dataflux::emulator::EmulatorOptions options;
+  std::vector<std::string> buckets;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "dataflux-emulator: unknown flag or missing value: %s\n%s", flag.c_str(),
+                   kUsage);
+      return 2;
+    }
+    const char* value = argv[++i];
+    double number = 0;
+    const bool numeric = parse_number(value, &number);
+    if (flag == "--host") {
+      options.host = value;
+    } else if (flag == "--storage-dir") {
+      options.storage_dir = value;
+    } else if (flag == "--bucket") {
+      buckets.emplace_back(value);
+    } else if (flag == "--project") {
+      options.project = value;
+    } else if (!numeric) {
+      std::fprintf(stderr, "dataflux-emulator: bad value for %s: %s\n", flag.c_str(), value);
+      return 2;
+    } else if (flag == "--port" && number <= 65535) {
+      options.port = static_cast<int>(number);
+    } else if (flag == "--threads" && number >= 1 && number <= 4096) {
+      options.threads = static_cast<int>(number);
+    } else if (flag == "--latency-ms") {
+      options.model.first_byte_latency = absl::Milliseconds(number);
+    } else if (flag == "--stream-mb-per-s") {
+      options.model.stream_bytes_per_second = number * 1e6;
+    } else if (flag == "--max-requests-per-s") {
+      options.model.max_requests_per_second = number;
+    } else {
+      std::fprintf(stderr, "dataflux-emulator: unknown flag or bad value: %s %s\n%s", flag.c_str(),
+                   value, kUsage);
+      return 2;
+    }
+  }
+
+  // Block the stop signals before any thread starts, so only sigwait() below sees them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  auto emulator = Emulator::start(options);
+  if (!emulator.ok()) {
+    std::fprintf(stderr, "dataflux-emulator: %s\n", emulator.status().ToString().c_str());
+    return 1;
+  }
+  for (const auto& bucket : buckets) {
+    if (auto s = (*emulator)->create_bucket(bucket); !s.ok()) {
+      std::fprintf(stderr, "dataflux-emulator: %s\n", s.ToString().c_str());
+      return 1;
+    }
+  }
+  std::printf("%s\n", (*emulator)->endpoint().c_str());
+  std::fflush(stdout);
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  std::fprintf(stderr, "dataflux-emulator: stopping on signal %d\n", signal_number);
+  return 0;
+}
