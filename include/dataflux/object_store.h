@@ -167,9 +167,9 @@ class ObjectStore {
                                                              const std::string& object) = 0;
 
   // Reads [offset, offset + n) into `buffer`, where n = request.length or, if unset, the rest
-  // of the object. Fails with InvalidArgument, before any transfer, when n > capacity, and
-  // with OutOfRange when offset is past the end. Interrupted transfers resume where they
-  // stopped. Bytes land directly in `buffer`.
+  // of the object. Fails with InvalidArgument when n > capacity (never writing past
+  // `capacity`), and with OutOfRange when offset is past the end. Interrupted transfers
+  // resume where they stopped. Bytes land directly in `buffer`.
   virtual absl::StatusOr<ReadObjectResult> read_object(const ReadObjectRequest& request,
                                                        char* buffer, std::size_t capacity) = 0;
   // Streams the range to `sink`. A resumed transfer never repeats bytes already delivered.
