@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -23,10 +25,28 @@ constexpr char kUsage[] =
     "  --storage-dir D          keep object bytes in files under D (default: memory)\n"
     "  --bucket NAME            create this bucket at start (repeatable)\n"
     "  --project P              project that owns the buckets (default test-project)\n"
+    "  --require-auth           storage routes want \"Authorization: Bearer <token issued here>\"\n"
+    "  --service-account-key EMAIL=PEM_FILE\n"
+    "                           accept JWT-bearer grants at POST /token signed by this key\n"
+    "                           (a public key PEM, or the private key PEM) (repeatable)\n"
+    "  --refresh-client CLIENT_ID:CLIENT_SECRET:REFRESH_TOKEN\n"
+    "                           accept this refresh_token grant at POST /token (repeatable)\n"
+    "  --metadata-server        serve the GCE metadata server's token and email under\n"
+    "                           /computeMetadata/v1/instance/service-accounts/default/\n"
+    "  --token-lifetime-s N     lifetime of issued access tokens (default 3600)\n"
     "  --help                   this text\n"
     "Prints the URL (http://127.0.0.1:PORT) as its first line, then serves until SIGINT or\n"
     "SIGTERM. Control: POST /_dataflux/faults, POST /_dataflux/model, GET /_dataflux/counters,\n"
-    "POST /_dataflux/reset.\n";
+    "POST /_dataflux/reset. Auth: POST /token (the token_uri is URL/token).\n";
+
+bool read_file(const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream text;
+  text << in.rdbuf();
+  *out = text.str();
+  return static_cast<bool>(in) || in.eof();
+}
 
 bool parse_number(const char* text, double* out) {
   char* end = nullptr;
@@ -46,6 +66,14 @@ int main(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     }
+    if (flag == "--require-auth") {
+      options.auth.require_auth = true;
+      continue;
+    }
+    if (flag == "--metadata-server") {
+      options.auth.metadata_server = true;
+      continue;
+    }
     if (i + 1 >= argc) {
       std::fprintf(stderr, "dataflux-emulator: unknown flag or missing value: %s\n%s", flag.c_str(),
                    kUsage);
@@ -62,6 +90,30 @@ int main(int argc, char** argv) {
       buckets.emplace_back(value);
     } else if (flag == "--project") {
       options.project = value;
+    } else if (flag == "--service-account-key") {
+      const std::string spec = value;
+      const std::size_t eq = spec.find('=');
+      std::string pem;
+      if (eq == 0 || eq == std::string::npos || !read_file(spec.substr(eq + 1), &pem)) {
+        std::fprintf(stderr,
+                     "dataflux-emulator: --service-account-key wants EMAIL=PEM_FILE (a readable "
+                     "file): %s\n",
+                     value);
+        return 2;
+      }
+      options.auth.service_account_public_keys[spec.substr(0, eq)] = std::move(pem);
+    } else if (flag == "--refresh-client") {
+      const std::string spec = value;
+      const std::size_t first = spec.find(':');
+      const std::size_t last = spec.rfind(':');
+      if (first == 0 || first == std::string::npos || first == last || last + 1 == spec.size()) {
+        std::fprintf(stderr,
+                     "dataflux-emulator: --refresh-client wants "
+                     "CLIENT_ID:CLIENT_SECRET:REFRESH_TOKEN\n");
+        return 2;
+      }
+      options.auth.refresh_clients.push_back(
+          {spec.substr(0, first), spec.substr(first + 1, last - first - 1), spec.substr(last + 1)});
     } else if (!numeric) {
       std::fprintf(stderr, "dataflux-emulator: bad value for %s: %s\n", flag.c_str(), value);
       return 2;
@@ -69,6 +121,8 @@ int main(int argc, char** argv) {
       options.port = static_cast<int>(number);
     } else if (flag == "--threads" && number >= 1 && number <= 4096) {
       options.threads = static_cast<int>(number);
+    } else if (flag == "--token-lifetime-s" && number >= 1) {
+      options.auth.token_lifetime = absl::Seconds(number);
     } else if (flag == "--latency-ms") {
       options.model.first_byte_latency = absl::Milliseconds(number);
     } else if (flag == "--stream-mb-per-s") {

@@ -15,6 +15,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "emulator/auth.h"
 #include "emulator/control.h"
 #include "emulator/resources.h"
 #include "emulator/routes.h"
@@ -142,6 +143,7 @@ class Emulator::Impl {
     // MSG_NOSIGNAL).
     std::signal(SIGPIPE, SIG_IGN);
     control_.set_model(options_.model);
+    auth_.set_config(options_.auth);
     const int threads = options_.threads;
     server_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
     server_.set_keep_alive_max_count(100000);
@@ -229,28 +231,48 @@ class Emulator::Impl {
     if (!segments->empty() && (*segments)[0] == "_dataflux") {
       return deliver(control_request(req, *segments), {}, res);
     }
-    auto route = internal::resolve_route(req, *segments);
-    if (!route) {
-      std::fprintf(stderr, "dataflux-emulator: no route for %s %s\n", req.method.c_str(),
-                   req.target.c_str());
-      control_.count("unknown");
-      return deliver(
-          internal::error_reply(404, absl::StrCat("No such route: ", req.method, " ", req.target)),
-          {}, res);
+    // The token endpoint and metadata server are open; every storage route wants a token
+    // (when auth is required), checked before the rate limit and faults.
+    auto auth_route = internal::resolve_auth_route(req, *segments, auth_.metadata_server());
+    std::optional<internal::Route> route;
+    if (!auth_route) {
+      route = internal::resolve_route(req, *segments);
+      if (!route) {
+        // The path only: a query may carry credentials (access_token=...).
+        std::fprintf(stderr, "dataflux-emulator: no route for %s %s\n", req.method.c_str(),
+                     req.path.c_str());
+        control_.count("unknown");
+        return deliver(internal::error_reply(
+                           404, absl::StrCat("No such route: ", req.method, " ", req.target)),
+                       {}, res);
+      }
     }
-    control_.count(route->operation);
+    const std::string& operation = auth_route ? auth_route->operation : route->operation;
+    control_.count(operation);
+    if (route && !auth_.authorized(req)) {
+      return deliver(internal::Auth::unauthorized_reply(), {}, res);
+    }
     const bool admitted = control_.admit();
     const CloudModel model = control_.model();
     if (!control_.sleep_for(model.first_byte_latency)) return drop(req, res);
     if (!admitted) {
       return deliver(internal::error_reply(429, "The rate of requests exceeds the limit"), {}, res);
     }
-    std::optional<Fault> fault = control_.take(route->operation);
+    std::optional<Fault> fault = control_.take(operation);
     if (fault && fault->kind == Fault::Kind::kStatus) {
       return deliver(internal::error_reply(fault->http_status, "Injected fault"), {}, res);
     }
     if (fault && fault->kind == Fault::Kind::kReset) return drop(req, res);
+    if (auth_route) {
+      return deliver(auth_.execute(*auth_route, req, token_uri(), default_email()), fault, res);
+    }
     deliver(service_->execute(*route, req), fault, res);
+  }
+
+  std::string token_uri() const { return endpoint_ + "/token"; }
+  // The metadata server's service account.
+  std::string default_email() const {
+    return absl::StrCat("dataflux-emulator@", options_.project, ".iam.gserviceaccount.com");
   }
 
   void drop(const httplib::Request& req, httplib::Response& res) {
@@ -351,6 +373,7 @@ class Emulator::Impl {
   internal::Store store_;
   internal::Uploads uploads_;
   internal::Control control_;
+  internal::Auth auth_;
   std::unique_ptr<internal::ObjectService> service_;
   httplib::Server server_;
   std::thread thread_;
@@ -412,5 +435,9 @@ std::uint64_t Emulator::request_count(const std::string& operation) const {
   return impl_->control_.count_of(operation);
 }
 void Emulator::reset_counters() { impl_->control_.reset_counters(); }
+
+void Emulator::set_auth(AuthConfig auth) { impl_->auth_.set_config(std::move(auth)); }
+std::string Emulator::token_uri() const { return impl_->token_uri(); }
+void Emulator::expire_tokens() { impl_->auth_.expire_tokens(); }
 
 }  // namespace dataflux::emulator

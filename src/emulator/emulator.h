@@ -14,6 +14,7 @@
 #define DATAFLUX_SRC_EMULATOR_EMULATOR_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -51,6 +52,30 @@ struct Fault {
   static Fault stall(absl::Duration duration, std::uint64_t after_bytes = 0);
 };
 
+// Authentication mode: an OAuth2 token endpoint, a fake GCE metadata server, and storage
+// routes that want a bearer token this emulator issued. Off by default.
+struct AuthConfig {
+  // Storage routes (not /token, /computeMetadata, /_dataflux) answer 401 with a GCS-shaped
+  // body unless the request has "Authorization: Bearer <a live token issued here>".
+  bool require_auth = false;
+  // POST /token, grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer: the RS256 JWT
+  // `assertion` must be signed by the key registered for its `iss` (client_email), have
+  // aud = token_uri(), a `scope`, and iat/exp valid now (exp - iat <= 3600 s). Bad signature
+  // or unknown issuer → 400 {"error":"invalid_grant",...}.
+  std::map<std::string, std::string> service_account_public_keys;  // client_email → PEM
+  // POST /token, grant_type=refresh_token: client_id, client_secret and refresh_token must match.
+  struct RefreshClient {
+    std::string client_id;
+    std::string client_secret;
+    std::string refresh_token;
+  };
+  std::vector<RefreshClient> refresh_clients;
+  // GET /computeMetadata/v1/instance/service-accounts/default/token (and .../email) with
+  // "Metadata-Flavor: Google" (403 without it) issues tokens.
+  bool metadata_server = false;
+  absl::Duration token_lifetime = absl::Hours(1);  // expires_in of issued tokens
+};
+
 struct EmulatorOptions {
   std::string host = "127.0.0.1";  // loopback only: anything else is refused
   int port = 0;                    // 0 = a free port
@@ -59,6 +84,7 @@ struct EmulatorOptions {
   std::string storage_dir;  // empty = objects in memory; else files under this directory
   std::string project = "test-project";
   std::uint64_t max_object_bytes = 8ull << 30;  // larger uploads get 413
+  AuthConfig auth;
 };
 
 struct ObjectInfo {
@@ -69,6 +95,8 @@ struct ObjectInfo {
 };
 
 // Operation names used for faults and counters:
+//   oauth.token (POST /token, any grant) metadata.token (metadata server token requests)
+//   metadata.other (the metadata server's email, its /computeMetadata/v1 probe, anything else)
 //   buckets.insert buckets.get buckets.list buckets.delete
 //   objects.list objects.get (metadata) objects.media (alt=media) objects.insert (media,
 //   multipart, and resumable session start) objects.upload (resumable chunk PUT and status
@@ -94,6 +122,12 @@ class Emulator {
   std::size_t pending_faults(const std::string& operation) const;
   void clear_faults();
   void set_cloud_model(CloudModel model);
+
+  // Authentication mode (see AuthConfig); replaceable while running.
+  void set_auth(AuthConfig auth);
+  std::string token_uri() const;  // endpoint() + "/token"
+  // Every token issued so far stops being accepted (as if they all expired now).
+  void expire_tokens();
 
   // Requests seen per operation since start or reset_counters(), faulted ones included.
   std::uint64_t request_count(const std::string& operation) const;
