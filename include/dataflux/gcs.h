@@ -28,12 +28,14 @@ struct GcsOptions {
   // "https://storage.googleapis.com" unless STORAGE_EMULATOR_HOST is set (then that host, with
   // http:// added when it has no scheme). An explicit value here wins over both.
   std::string endpoint;
-  // nullptr = anonymous when an emulator is in use; otherwise the caller must provide one
-  // (Application Default Credentials arrive with the authentication work).
+  // nullptr = anonymous for an emulator endpoint (STORAGE_EMULATOR_HOST or an explicit
+  // endpoint other than GCS's) unless `auth` names a credentials file or JSON; otherwise
+  // Application Default Credentials built from `auth`.
   std::shared_ptr<Credentials> credentials;
-  std::string project;                              // for bucket creation and listing buckets
-  RetryOptions retry;                               // per operation
-  TransportOptions transport;                       // used only when a new transport is created
+  AuthOptions auth;            // how default credentials are found and refreshed
+  std::string project;         // for bucket creation and listing buckets
+  RetryOptions retry;          // per operation
+  TransportOptions transport;  // used only when a new transport is created
   std::uint64_t resumable_chunk_size = 8ull << 20;  // rounded up to a multiple of 256 KiB
   std::string user_agent_suffix;                    // appended to "dataflux-cpp/<version>"
 };

@@ -75,7 +75,15 @@ GcsClient::GcsClient(GcsOptions options, ResolvedEndpoint endpoint,
       transport_(std::move(transport)) {
   if (!options_.user_agent_suffix.empty())
     absl::StrAppend(&user_agent_, " ", options_.user_agent_suffix);
-  if (!options_.credentials && emulator_) options_.credentials = make_anonymous_credentials();
+  if (!options_.credentials) {
+    // An emulator is anonymous unless told which credentials to use; anything else gets
+    // Application Default Credentials, resolved on the first request.
+    bool explicit_auth =
+        !options_.auth.credentials_file.empty() || !options_.auth.credentials_json.empty();
+    options_.credentials = emulator_ && !explicit_auth
+                               ? make_anonymous_credentials()
+                               : make_google_default_credentials(options_.auth);
+  }
   options_.resumable_chunk_size = std::max<std::uint64_t>(options_.resumable_chunk_size, 1);
   constexpr std::uint64_t kQuantum = 256 << 10;
   options_.resumable_chunk_size =
@@ -116,19 +124,29 @@ absl::Status GcsClient::check(const HttpResponse& response, std::string_view con
   if ((response.http_status == 401 || response.http_status == 403) && !explicit_credentials_ &&
       !emulator_) {
     absl::StrAppend(&message,
-                    " (no credentials were configured: set GcsOptions.credentials, e.g. "
-                    "make_access_token_credentials())");
+                    " (no credentials were configured, so Application Default Credentials were "
+                    "used: set GOOGLE_APPLICATION_CREDENTIALS, GcsOptions.auth or "
+                    "GcsOptions.credentials; see README \"Authentication\")");
   }
   return status_from_http(response.http_status, context, message);
 }
 
-bool GcsClient::refresh_after_unauthorized(const HttpResponse& response, bool* refreshed) const {
+bool GcsClient::refresh_after_unauthorized(const HttpResponse& response,
+                                           std::string_view sent_authorization,
+                                           bool* refreshed) const {
   if (!response.status.ok() || response.http_status != 401 || *refreshed || !options_.credentials) {
     return false;
   }
   *refreshed = true;
-  options_.credentials->on_unauthorized();
+  options_.credentials->on_unauthorized(sent_authorization);
   return true;
+}
+
+std::string GcsClient::authorization_of(const HttpRequest& request) {
+  for (const auto& [name, value] : request.headers) {
+    if (name == "Authorization") return value;
+  }
+  return std::string();
 }
 
 absl::StatusOr<HttpResponse> GcsClient::execute(const std::function<HttpRequest()>& make,
@@ -140,8 +158,9 @@ absl::StatusOr<HttpResponse> GcsClient::execute(const std::function<HttpRequest(
     for (;;) {
       HttpRequest request = make();
       if (auto s = authorize(request); !s.ok()) return s;
+      std::string sent_authorization = authorization_of(request);
       HttpResponse response = transport_->send(std::move(request));
-      if (refresh_after_unauthorized(response, &refreshed)) continue;
+      if (refresh_after_unauthorized(response, sent_authorization, &refreshed)) continue;
       if (auto s = check(response, context); !s.ok()) return s;
       return response;
     }

@@ -59,7 +59,12 @@ class GcsClient {
 
   // For a 401 answered to an authorized request: asks the credentials for a fresh token and
   // says whether one more attempt is worth it (once per operation, tracked in *refreshed).
-  bool refresh_after_unauthorized(const HttpResponse& response, bool* refreshed) const;
+  // `sent_authorization` is the header the rejected request carried, so the credentials
+  // refresh only if that token is still their current one.
+  bool refresh_after_unauthorized(const HttpResponse& response, std::string_view sent_authorization,
+                                  bool* refreshed) const;
+  // The Authorization header value of `request`, or "".
+  static std::string authorization_of(const HttpRequest& request);
 
   // Sends make() (called anew for every attempt) under the retry policy. Returns the first
   // response that check() accepts, or the final error.

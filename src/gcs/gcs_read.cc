@@ -114,6 +114,7 @@ void ReadOperation::attempt() {
     request.headers.emplace_back("Range", *std::move(range));
   }
   if (auto s = client_->authorize(request); !s.ok()) return retry_or_fail(s);
+  sent_authorization_ = GcsClient::authorization_of(request);
   auto self = shared_from_this();
   request.body_sink = [self](const char* data, std::size_t size) {
     return self->on_bytes(data, size);
@@ -183,7 +184,8 @@ void ReadOperation::on_response(HttpResponse response) {
                                                      *request_.length, " bytes requested")));
   }
   if (!sink_error_.ok()) return complete(sink_error_);
-  if (client_->refresh_after_unauthorized(response, &refreshed_)) return attempt();
+  if (client_->refresh_after_unauthorized(response, sent_authorization_, &refreshed_))
+    return attempt();
   if (response.status.ok() && response.http_status == 416 && delivered_ == 0) {
     return probe_size();
   }
@@ -236,6 +238,7 @@ void ReadOperation::probe_size() {
       "GET", absl::StrCat(object_path(request_.bucket, request_.object), query.str()));
   if (auto s = client_->authorize(request); !s.ok())
     return retry_or_fail(s, &ReadOperation::probe_size);
+  sent_authorization_ = GcsClient::authorization_of(request);
   auto self = shared_from_this();
   client_->transport().submit(std::move(request), [self](HttpResponse response) {
     self->on_probe_response(std::move(response));
@@ -243,7 +246,8 @@ void ReadOperation::probe_size() {
 }
 
 void ReadOperation::on_probe_response(HttpResponse response) {
-  if (client_->refresh_after_unauthorized(response, &refreshed_)) return probe_size();
+  if (client_->refresh_after_unauthorized(response, sent_authorization_, &refreshed_))
+    return probe_size();
   if (auto s = client_->check(response, context()); !s.ok()) {
     return retry_or_fail(s, &ReadOperation::probe_size);
   }

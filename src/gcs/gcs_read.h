@@ -86,6 +86,7 @@ class ReadOperation : public std::enable_shared_from_this<ReadOperation> {
   AsyncCallback<ReadObjectResult> done_;
   RetryState retry_;
   bool refreshed_ = false;
+  std::string sent_authorization_;  // of the request in flight, to refresh only a stale token
 
   // Touched by the loop thread of the current attempt only; attempts never overlap.
   std::uint64_t delivered_ = 0;

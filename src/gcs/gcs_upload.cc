@@ -234,14 +234,17 @@ absl::Status GcsWriteSession::cancel_locked() {
 }
 
 absl::StatusOr<HttpResponse> GcsWriteSession::query_status() {
-  HttpRequest r = client_->new_request_to_url("PUT", session_url_);
-  r.headers.emplace_back("Content-Range", "bytes */*");
-  if (auto s = client_->authorize(r); !s.ok()) return s;
-  HttpResponse response = client_->transport().send(std::move(r));
-  bool refreshed = false;
-  if (client_->refresh_after_unauthorized(response, &refreshed)) return query_status();
-  if (auto s = client_->check(response, context_); !s.ok()) return s;
-  return response;
+  bool refreshed = false;  // one forced token refresh per query, then a 401 is an error
+  for (;;) {
+    HttpRequest r = client_->new_request_to_url("PUT", session_url_);
+    r.headers.emplace_back("Content-Range", "bytes */*");
+    if (auto s = client_->authorize(r); !s.ok()) return s;
+    std::string sent_authorization = GcsClient::authorization_of(r);
+    HttpResponse response = client_->transport().send(std::move(r));
+    if (client_->refresh_after_unauthorized(response, sent_authorization, &refreshed)) continue;
+    if (auto s = client_->check(response, context_); !s.ok()) return s;
+    return response;
+  }
 }
 
 absl::Status GcsWriteSession::apply_progress(const HttpResponse& response,
@@ -304,8 +307,9 @@ absl::Status GcsWriteSession::send(std::string_view data, bool final,
     r.body_view = rest;
     absl::Status s = client_->authorize(r);
     if (s.ok()) {
+      std::string sent_authorization = GcsClient::authorization_of(r);
       HttpResponse response = client_->transport().send(std::move(r));
-      if (client_->refresh_after_unauthorized(response, &refreshed)) continue;
+      if (client_->refresh_after_unauthorized(response, sent_authorization, &refreshed)) continue;
       s = client_->check(response, context_);
       if (s.ok()) {
         const std::uint64_t before = persisted_;

@@ -23,5 +23,18 @@ TEST(Credentials, AccessTokenIsABearerHeader) {
   EXPECT_EQ(**creds->authorization_header(), "Bearer ya29.secret");
 }
 
+TEST(Credentials, RejectedHeaderOverloadDefaultsToOnUnauthorized) {
+  struct Counting : Credentials {
+    absl::StatusOr<std::optional<std::string>> authorization_header() override {
+      return std::optional<std::string>("Bearer t");
+    }
+    void on_unauthorized() override { ++calls; }
+    int calls = 0;
+  } creds;
+  Credentials& base = creds;
+  base.on_unauthorized("Bearer t");
+  EXPECT_EQ(creds.calls, 1);
+}
+
 }  // namespace
 }  // namespace dataflux
