@@ -112,6 +112,25 @@ class WriteSession {
   virtual absl::Status cancel() = 0;
 };
 
+// One object uploaded as numbered parts, concurrently and in any order, then published
+// atomically: the object appears only when complete() succeeds; abort(), or destruction
+// without complete(), leaves neither the object nor any part behind. Backends with a native
+// form (S3 multipart upload) say so in capabilities().multipart_upload; elsewhere the engine's
+// uploader builds the same thing from temporary objects and compose.
+class MultipartUpload {
+ public:
+  virtual ~MultipartUpload() = default;
+  // Uploads part `number`, 1 <= number <= capabilities().max_parts. Thread-safe: several
+  // parts may be in flight at once. Every part but the last has at least
+  // capabilities().min_part_size bytes. Uploading a number again replaces that part. The
+  // part's checksum is checked against what the server stored.
+  virtual absl::Status upload_part(int number, std::string_view data) = 0;
+  // Publishes parts 1..N in order; fails if any part in 1..N is missing.
+  virtual absl::StatusOr<ObjectMetadata> complete() = 0;
+  // Abandons the upload and deletes its parts.
+  virtual absl::Status abort() = 0;
+};
+
 struct ComposeSource {
   std::string name;
   std::optional<std::int64_t> generation;  // compose exactly this generation (ifGenerationMatch)
@@ -147,6 +166,9 @@ struct StoreCapabilities {
   bool server_end_offset = false;  // the server honours ListObjectsRequest::end_offset itself
   bool generations = false;        // generations and generation preconditions are real
   std::uint64_t write_chunk_quantum = 1;  // resumable chunk sizes are multiples of this
+  bool multipart_upload = false;          // start_multipart_upload is supported natively
+  std::uint64_t min_part_size = 0;        // every multipart part but the last (S3: 5 MiB)
+  int max_parts = 0;                      // multipart parts per upload (S3: 10,000)
 };
 
 // Called with the result of an asynchronous operation, on a thread owned by the store.
@@ -188,6 +210,10 @@ class ObjectStore {
       const WriteObjectRequest& request) = 0;
   virtual absl::StatusOr<std::unique_ptr<WriteSession>> resume_resumable_write(
       const WriteObjectRequest& request, const std::string& session_id) = 0;
+
+  // Only where capabilities().multipart_upload; the default answers Unimplemented.
+  virtual absl::StatusOr<std::unique_ptr<MultipartUpload>> start_multipart_upload(
+      const WriteObjectRequest& request);
 
   virtual absl::StatusOr<ObjectMetadata> compose_object(const ComposeObjectRequest& request) = 0;
   virtual absl::StatusOr<ObjectMetadata> copy_object(const CopyObjectRequest& request) = 0;

@@ -1,5 +1,6 @@
 #include "dataflux/object_store.h"
 
+#include "absl/strings/str_cat.h"
 #include "core/thread_pool.h"
 
 namespace dataflux {
@@ -9,6 +10,13 @@ void ObjectStore::read_object_async(const ReadObjectRequest& request, char* buff
   internal::ThreadPool::shared().run([this, request, buffer, capacity, done = std::move(done)] {
     done(read_object(request, buffer, capacity));
   });
+}
+
+absl::StatusOr<std::unique_ptr<MultipartUpload>> ObjectStore::start_multipart_upload(
+    const WriteObjectRequest& request) {
+  return absl::UnimplementedError(absl::StrCat("the ", std::string(backend()),
+                                               " store has no native multipart upload (writing ",
+                                               request.bucket, "/", request.object, ")"));
 }
 
 }  // namespace dataflux
