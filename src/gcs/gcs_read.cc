@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "core/thread_pool.h"
 #include "dataflux/crc32c.h"
 #include "gcs/gcs_json.h"
 #include "gcs/gcs_paths.h"
@@ -101,7 +102,17 @@ std::string ReadOperation::context() const {
   return absl::StrCat("GET ", gs_url(request_.bucket, request_.object));
 }
 
+bool ReadOperation::moved_off_loop(void (ReadOperation::*step)()) {
+  // Authorizing may fetch a token through the transport, which a loop thread cannot wait for
+  // (retries and 401 refreshes run there), so such steps continue on the shared pool.
+  if (!client_->transport().on_loop_thread()) return false;
+  auto self = shared_from_this();
+  ThreadPool::shared().run([self, step] { ((*self).*step)(); });
+  return true;
+}
+
 void ReadOperation::attempt() {
+  if (moved_off_loop(&ReadOperation::attempt)) return;
   ++attempts_;
   overflow_ = false;
   too_many_bytes_ = false;
@@ -230,6 +241,7 @@ absl::StatusOr<ReadObjectResult> ReadOperation::finish_success() {
 }
 
 void ReadOperation::probe_size() {
+  if (moved_off_loop(&ReadOperation::probe_size)) return;
   ++attempts_;
   QueryString query;
   query.add("fields", "name,size,generation");

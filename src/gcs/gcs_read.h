@@ -65,6 +65,8 @@ class ReadOperation : public std::enable_shared_from_this<ReadOperation> {
                 ReadTarget target, AsyncCallback<ReadObjectResult> done);
 
  private:
+  // Re-runs `step` on the shared thread pool when called on a transport loop thread.
+  bool moved_off_loop(void (ReadOperation::*step)());
   void attempt();
   void probe_size();  // after a 416: is offset exactly the end (0 bytes) or past it?
   bool on_bytes(const char* data, std::size_t size);

@@ -276,6 +276,8 @@ void HttpTransport::run_after(absl::Duration delay, std::function<void()> fn) {
   impl_->run_after(delay, std::move(fn));
 }
 
+bool HttpTransport::on_loop_thread() const { return impl_->on_loop_thread(); }
+
 const TransportOptions& HttpTransport::options() const { return impl_->options(); }
 
 HttpTransport::Stats HttpTransport::stats() const { return impl_->stats(); }

@@ -110,6 +110,10 @@ class HttpTransport {
   // Runs `fn` on a loop thread after `delay` (for retry backoff without blocking a thread).
   void run_after(absl::Duration delay, std::function<void()> fn);
 
+  // Whether the calling thread is one of this transport's loop threads (where nothing may
+  // block, e.g. on a token fetch that itself needs the transport).
+  bool on_loop_thread() const;
+
   const TransportOptions& options() const;
   Stats stats() const;
 

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <thread>
 #include <vector>
 
@@ -418,6 +419,40 @@ TEST(TokenRefresh, NoSecretEverAppearsInAStatusMessage) {
     EXPECT_THAT(m, Not(HasSubstr("eyJ")));  // no JWT
   }
   EXPECT_EQ(messages.size(), 6u);
+}
+
+}  // namespace
+}  // namespace dataflux::testing
+
+namespace dataflux::testing {
+namespace {
+
+// Reads retry on the transport's loop thread; a 401 there must still refresh the token (the
+// fetch cannot run on the loop it would wait for).
+TEST(TokenRefresh, ReadsRefreshAfterA401) {
+  EnvGuard env;
+  auto a = AuthEmulator::start();
+  GcsOptions gcs = a.gcs_options(make_credentials_from_json(a.sa_json()).value());
+  auto store = make_gcs_store(gcs).value();
+  std::string data(300'000, 'r');
+  ASSERT_TRUE(a.emu->put_object("auth-bucket", "read-me", data).ok());
+  std::string buffer(data.size(), '\0');
+  ReadObjectRequest request;
+  request.bucket = "auth-bucket";
+  request.object = "read-me";
+  for (int round = 0; round < 3; ++round) {
+    a.emu->expire_tokens();
+    auto read = store->read_object(request, buffer.data(), buffer.size());
+    ASSERT_TRUE(read.ok()) << read.status();
+    EXPECT_EQ(buffer, data);
+  }
+  // An async read whose token expires also refreshes and completes.
+  a.emu->expire_tokens();
+  std::promise<absl::StatusOr<ReadObjectResult>> done;
+  store->read_object_async(request, buffer.data(), buffer.size(),
+                           [&](absl::StatusOr<ReadObjectResult> r) { done.set_value(r); });
+  auto async = done.get_future().get();
+  EXPECT_TRUE(async.ok()) << async.status();
 }
 
 }  // namespace
