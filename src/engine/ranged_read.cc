@@ -30,7 +30,9 @@ absl::StatusOr<RangedReadResult> read_object_ranged(
     return absl::ResourceExhaustedError(
         absl::StrCat("read ", url, ": no buffer for ", size, " bytes"));
   }
-  const std::uint64_t range = std::max<std::uint64_t>(1, options.range_size);
+  // Clamped to the size so the range count cannot overflow (range_size may be ~0 = one GET).
+  const std::uint64_t range =
+      std::max<std::uint64_t>(1, std::min<std::uint64_t>(options.range_size, size));
   const std::size_t count = static_cast<std::size_t>((size + range - 1) / range);
   const int window = std::max(1, options.ranges_in_flight);
 
