@@ -8,6 +8,7 @@
 #ifndef DATAFLUX_DATAFLUX_H_
 #define DATAFLUX_DATAFLUX_H_
 
+#include "dataflux/checkpoint.h"
 #include "dataflux/crc32c.h"
 #include "dataflux/credentials.h"
 #include "dataflux/error.h"
@@ -18,6 +19,7 @@
 #include "dataflux/retry.h"
 #include "dataflux/tensor_io.h"
 #include "dataflux/transport.h"
+#include "dataflux/upload.h"
 #include "dataflux/url.h"
 
 #endif  // DATAFLUX_DATAFLUX_H_

@@ -1,0 +1,450 @@
+// The Uploader: cuts a byte stream into parts, keeps at most K part buffers alive, uploads them
+// on K threads through a MultipartUpload (native, or compose-based), and publishes on commit.
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "dataflux/crc32c.h"
+#include "dataflux/upload.h"
+#include "engine/upload_parts.h"
+
+namespace dataflux {
+namespace {
+
+using internal::object_url;
+
+constexpr int kDefaultMaxParts = 10000;
+
+class PartUploader : public Uploader {
+ public:
+  PartUploader(std::shared_ptr<ObjectStore> store, std::string bucket, std::string object,
+               UploadOptions options)
+      : store_(std::move(store)),
+        caps_(store_->capabilities()),
+        options_(std::move(options)),
+        url_(object_url(*store_, bucket, object)) {
+    request_.bucket = std::move(bucket);
+    request_.object = std::move(object);
+    request_.content_type = options_.content_type;
+    request_.if_generation_match = options_.if_generation_match;
+    options_.max_parts_in_flight = std::max(1, options_.max_parts_in_flight);
+  }
+  ~PartUploader() override {
+    if (!finished_) (void)abort();
+  }
+
+  absl::Status write(const void* data, std::size_t size) override {
+    if (finished_) return over();
+    const char* p = static_cast<const char*>(data);
+    while (size > 0) {
+      if (!current_.data) {
+        if (absl::Status s = acquire(upload_part_size(options_, caps_, next_number_)); !s.ok()) {
+          return s;
+        }
+      }
+      const std::size_t n = static_cast<std::size_t>(
+          std::min<std::uint64_t>(size, current_.capacity - current_.size));
+      std::memcpy(current_.data.get() + current_.size, p, n);
+      current_.size += n;
+      total_ += n;
+      p += n;
+      size -= n;
+      if (current_.size == current_.capacity) {
+        if (absl::Status s = submit(); !s.ok()) return s;
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    return error_;
+  }
+
+  absl::StatusOr<ObjectMetadata> commit() override {
+    if (finished_) return over();
+    absl::Status early;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      early = error_;
+    }
+    if (!early.ok()) {
+      (void)abort();
+      return early;
+    }
+    if (!mpu_) return commit_single();
+    if (current_.size > 0) (void)submit();
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      stopping_ = true;
+      wake_.notify_all();
+    }
+    for (auto& t : workers_) t.join();
+    workers_.clear();
+    absl::Status error;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      error = error_;
+    }
+    if (!error.ok()) {
+      (void)abort();
+      return error;
+    }
+    finished_ = true;
+    auto published = mpu_->complete();
+    collect_leaks();
+    if (!published.ok()) {
+      (void)mpu_->abort();
+      collect_leaks();
+      return published.status();
+    }
+    std::uint32_t crc = 0;
+    for (const auto& [part_crc, part_size] : part_crcs_) {
+      crc = crc32c_combine(crc, part_crc, part_size);
+    }
+    if (published->size != total_ || (published->crc32c && *published->crc32c != crc)) {
+      return absl::DataLossError(absl::StrCat(
+          "upload ", url_, ": the published object has ", published->size, " bytes, CRC32C ",
+          published->crc32c ? crc32c_to_base64(*published->crc32c) : "none", "; ", total_,
+          " bytes with CRC32C ", crc32c_to_base64(crc), " were written"));
+    }
+    return published;
+  }
+
+  absl::Status abort() override {
+    if (finished_) return absl::OkStatus();
+    finished_ = true;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+      if (error_.ok()) error_ = absl::CancelledError(absl::StrCat("upload ", url_, " aborted"));
+      queue_.clear();
+      wake_.notify_all();
+    }
+    for (auto& t : workers_) t.join();
+    workers_.clear();
+    absl::Status s;
+    if (mpu_) s = mpu_->abort();
+    collect_leaks();
+    return s;
+  }
+
+  UploadStats stats() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    UploadStats s = stats_;
+    s.bytes = total_;
+    return s;
+  }
+  const std::string& url() const override { return url_; }
+
+ private:
+  struct Buffer {
+    std::unique_ptr<char[]> data;
+    std::uint64_t capacity = 0;
+    std::uint64_t size = 0;
+    int number = 0;
+  };
+
+  absl::Status over() const {
+    return absl::FailedPreconditionError(
+        absl::StrCat("upload ", url_, ": already committed or aborted"));
+  }
+
+  // Makes current_ a buffer of `capacity` bytes, waiting while K buffers are alive.
+  absl::Status acquire(std::uint64_t capacity) {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      if (!error_.ok()) return error_;
+      // Buffers of a smaller (older) part size are no use any more.
+      while (!free_.empty() && free_.back().capacity != capacity) drop_free_back();
+      if (!free_.empty()) {
+        current_ = std::move(free_.back());
+        free_.pop_back();
+        break;
+      }
+      if (buffers_ < options_.max_parts_in_flight) {
+        current_.data.reset(new char[capacity]);  // uninitialised: no first-touch cost here
+        current_.capacity = capacity;
+        ++buffers_;
+        allocated_ += capacity;
+        stats_.peak_buffered_bytes = std::max(stats_.peak_buffered_bytes, allocated_);
+        break;
+      }
+      wake_.wait(lock);
+    }
+    current_.size = 0;
+    current_.number = next_number_++;
+    return absl::OkStatus();
+  }
+
+  void drop_free_back() {  // mu_ held
+    --buffers_;
+    allocated_ -= free_.back().capacity;
+    free_.pop_back();
+  }
+
+  absl::Status start() {
+    if (caps_.multipart_upload) {
+      auto mpu = store_->start_multipart_upload(request_);
+      if (!mpu.ok()) {
+        return absl::Status(mpu.status().code(),
+                            absl::StrCat("upload ", url_, ": ", mpu.status().message()));
+      }
+      mpu_ = *std::move(mpu);
+      stats_.method = "multipart";
+    } else {
+      auto compose = std::make_unique<internal::ComposeMultipartUpload>(store_, request_, options_);
+      compose_ = compose.get();
+      mpu_ = std::move(compose);
+      stats_.method = "compose";
+    }
+    for (int i = 0; i < options_.max_parts_in_flight; ++i)
+      workers_.emplace_back([this] { work(); });
+    return absl::OkStatus();
+  }
+
+  absl::Status submit() {
+    if (!mpu_) {
+      if (absl::Status s = start(); !s.ok()) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (error_.ok()) error_ = s;
+        return s;
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    const int max_parts = caps_.max_parts > 0 ? caps_.max_parts : kDefaultMaxParts;
+    if (current_.number > max_parts && error_.ok()) {
+      error_ = absl::OutOfRangeError(absl::StrCat("upload ", url_, ": more than ", max_parts,
+                                                  " parts; raise UploadOptions::part_size"));
+    }
+    if (!error_.ok()) return error_;
+    queue_.push_back(std::move(current_));
+    current_ = Buffer();
+    wake_.notify_all();
+    return absl::OkStatus();
+  }
+
+  void work() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, nothing left
+      Buffer part = std::move(queue_.front());
+      queue_.pop_front();
+      absl::Status status;
+      if (error_.ok()) {
+        ++in_flight_;
+        stats_.peak_parts_in_flight = std::max(stats_.peak_parts_in_flight, in_flight_);
+        const std::uint64_t first = offset_of(part);
+        lock.unlock();
+        const std::string_view bytes(part.data.get(), part.size);
+        const std::uint32_t crc = crc32c(bytes);
+        status = mpu_->upload_part(part.number, bytes);
+        lock.lock();
+        --in_flight_;
+        if (status.ok()) {
+          if (part_crcs_.size() < static_cast<std::size_t>(part.number)) {
+            part_crcs_.resize(part.number);
+          }
+          part_crcs_[part.number - 1] = {crc, part.size};
+          ++stats_.parts;
+        } else if (error_.ok()) {
+          error_ = absl::Status(
+              status.code(),
+              absl::StrCat("upload ", url_, ": part ", part.number, " (bytes ", first, "-",
+                           first + part.size - 1, ") failed: ", status.message()));
+        }
+      }
+      part.size = 0;
+      free_.push_back(std::move(part));
+      wake_.notify_all();
+    }
+  }
+
+  // Offset of a part's first byte: the sizes of parts before it follow the growth schedule.
+  std::uint64_t offset_of(const Buffer& part) const {
+    std::uint64_t offset = 0;
+    for (int n = 1; n < part.number; ++n) offset += upload_part_size(options_, caps_, n);
+    return offset;
+  }
+
+  absl::StatusOr<ObjectMetadata> commit_single() {
+    finished_ = true;
+    const std::string_view bytes(current_.data ? current_.data.get() : "", current_.size);
+    const std::uint32_t crc = crc32c(bytes);
+    stats_.method = "single-request";
+    auto result =
+        internal::publish(*store_, request_.bucket, request_.object, request_.if_generation_match,
+                          bytes.size(), crc, [&](std::optional<std::int64_t> precondition) {
+                            WriteObjectRequest w = request_;
+                            w.if_generation_match = precondition;
+                            w.crc32c = crc;
+                            return store_->write_object(w, bytes);
+                          });
+    current_ = Buffer();
+    if (!result.ok()) {
+      return absl::Status(result.status().code(),
+                          absl::StrCat("upload ", url_, ": ", result.status().message()));
+    }
+    return result;
+  }
+
+  void collect_leaks() {
+    if (!compose_) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.leaked_parts = compose_->leaked_parts();
+  }
+
+  std::shared_ptr<ObjectStore> store_;
+  const StoreCapabilities caps_;
+  UploadOptions options_;
+  WriteObjectRequest request_;
+  const std::string url_;
+
+  // The writer's side (one thread).
+  Buffer current_;
+  int next_number_ = 1;
+  std::uint64_t total_ = 0;
+  bool finished_ = false;
+  std::unique_ptr<MultipartUpload> mpu_;
+  internal::ComposeMultipartUpload* compose_ = nullptr;  // mpu_, when compose-based
+  std::vector<std::thread> workers_;
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<Buffer> queue_;  // full parts waiting for a worker
+  std::vector<Buffer> free_;  // uploaded buffers for reuse
+  int buffers_ = 0;           // alive: being filled, queued, uploading or free
+  std::uint64_t allocated_ = 0;
+  int in_flight_ = 0;
+  bool stopping_ = false;
+  absl::Status error_;                                              // the first failure
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> part_crcs_;  // by number - 1
+  UploadStats stats_;
+};
+
+// One resumable session: sequential, the store's own chunking. On the local store this is a
+// temporary file renamed into place.
+class StreamUploader : public Uploader {
+ public:
+  StreamUploader(std::shared_ptr<ObjectStore> store, std::unique_ptr<WriteSession> session,
+                 std::string url)
+      : store_(std::move(store)), session_(std::move(session)), url_(std::move(url)) {
+    stats_.method = "stream";
+  }
+  ~StreamUploader() override {
+    if (!finished_) (void)abort();
+  }
+
+  absl::Status write(const void* data, std::size_t size) override {
+    if (finished_) return absl::FailedPreconditionError(absl::StrCat("upload ", url_, " is over"));
+    if (!error_.ok()) return error_;
+    error_ = session_->write(std::string_view(static_cast<const char*>(data), size));
+    if (error_.ok()) {
+      stats_.bytes += size;
+    } else {
+      error_ = absl::Status(error_.code(), absl::StrCat("upload ", url_, " at byte ", stats_.bytes,
+                                                        ": ", error_.message()));
+    }
+    return error_;
+  }
+  absl::StatusOr<ObjectMetadata> commit() override {
+    if (finished_) return absl::FailedPreconditionError(absl::StrCat("upload ", url_, " is over"));
+    if (!error_.ok()) {
+      (void)abort();
+      return error_;
+    }
+    finished_ = true;
+    auto result = session_->finish();
+    if (!result.ok()) {
+      (void)session_->cancel();
+      return absl::Status(result.status().code(),
+                          absl::StrCat("upload ", url_, ": ", result.status().message()));
+    }
+    if (result->size != stats_.bytes) {
+      return absl::DataLossError(absl::StrCat("upload ", url_, ": the object has ", result->size,
+                                              " bytes but ", stats_.bytes, " were written"));
+    }
+    return result;
+  }
+  absl::Status abort() override {
+    if (finished_) return absl::OkStatus();
+    finished_ = true;
+    return session_->cancel();
+  }
+  UploadStats stats() const override { return stats_; }
+  const std::string& url() const override { return url_; }
+
+ private:
+  std::shared_ptr<ObjectStore> store_;
+  std::unique_ptr<WriteSession> session_;
+  std::string url_;
+  bool finished_ = false;
+  absl::Status error_;
+  UploadStats stats_;
+};
+
+}  // namespace
+
+std::uint64_t upload_part_size(const UploadOptions& options, const StoreCapabilities& caps,
+                               int part_number) {
+  const int max_parts = caps.max_parts > 0 ? caps.max_parts : kDefaultMaxParts;
+  std::uint64_t base = std::max<std::uint64_t>({options.part_size, caps.min_part_size, 1});
+  if (options.expected_size) {
+    base = std::max<std::uint64_t>(base, (*options.expected_size + max_parts - 1) / max_parts);
+  }
+  const std::uint64_t cap = std::max(base, options.max_part_size);
+  std::uint64_t size = base;
+  if (options.part_size_growth_every > 0) {
+    for (int d = (part_number - 1) / options.part_size_growth_every; d > 0 && size < cap; --d) {
+      size *= 2;
+    }
+  }
+  return std::min(size, cap);
+}
+
+absl::StatusOr<std::unique_ptr<Uploader>> Uploader::create(std::shared_ptr<ObjectStore> store,
+                                                           std::string bucket, std::string object,
+                                                           UploadOptions options) {
+  if (!store) return absl::InvalidArgumentError("Uploader::create: no store");
+  if (object.empty() || object.back() == '/') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("upload ", object_url(*store, bucket, object), ": not an object name"));
+  }
+  if (internal::is_upload_part_name(object)) {
+    return absl::InvalidArgumentError(absl::StrCat("upload ", object_url(*store, bucket, object),
+                                                   ": names containing '", internal::kPartInfix,
+                                                   "' are reserved for temporary parts"));
+  }
+  const StoreCapabilities caps = store->capabilities();
+  bool stream = options.strategy == UploadStrategy::kSingleStream;
+  if (options.strategy == UploadStrategy::kAuto && !caps.multipart_upload &&
+      (store->backend() == "local" || !caps.compose)) {
+    stream = true;
+  }
+  if (options.strategy == UploadStrategy::kParts && !caps.multipart_upload && !caps.compose) {
+    return absl::UnimplementedError(absl::StrCat(
+        "upload ", object_url(*store, bucket, object), ": the ", std::string(store->backend()),
+        " store has neither multipart upload nor compose"));
+  }
+  if (stream) {
+    WriteObjectRequest request;
+    request.bucket = bucket;
+    request.object = object;
+    request.content_type = options.content_type;
+    request.if_generation_match = options.if_generation_match;
+    std::string url = object_url(*store, bucket, object);
+    auto session = store->start_resumable_write(request);
+    if (!session.ok()) {
+      return absl::Status(session.status().code(),
+                          absl::StrCat("upload ", url, ": ", session.status().message()));
+    }
+    return std::unique_ptr<Uploader>(
+        new StreamUploader(std::move(store), *std::move(session), std::move(url)));
+  }
+  return std::unique_ptr<Uploader>(
+      new PartUploader(std::move(store), std::move(bucket), std::move(object), std::move(options)));
+}
+
+}  // namespace dataflux

@@ -1,0 +1,317 @@
+// dataflux::save / load, CheckpointIO and AsyncCheckpointer on gs:// (the emulator) and
+// file://: bit-exact model and optimizer round trips, faults, corruption, atomic publish.
+#include "dataflux/checkpoint.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/optim/adam.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "dataflux/gcs.h"
+#include "emulator/emulator.h"
+
+namespace dataflux {
+namespace {
+
+using ::testing::HasSubstr;
+
+torch::nn::Sequential make_model(int seed) {
+  torch::manual_seed(seed);
+  return torch::nn::Sequential(torch::nn::Linear(256, 512), torch::nn::ReLU(),
+                               torch::nn::Linear(512, 10));  // ~540 KB of floats
+}
+
+// Adam's per-parameter state, in parameter order (the archive's entry order is not stable).
+std::vector<torch::Tensor> adam_state(torch::optim::Adam& adam) {
+  std::vector<torch::Tensor> out;
+  for (const auto& p : adam.param_groups()[0].params()) {
+    auto it = adam.state().find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+    if (it == adam.state().end()) continue;
+    auto& s = static_cast<torch::optim::AdamParamState&>(*it->second);
+    out.push_back(s.exp_avg());
+    out.push_back(s.exp_avg_sq());
+    out.push_back(torch::tensor(s.step()));
+  }
+  return out;
+}
+
+void expect_same_tensors(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i])) << i;
+}
+
+void expect_same_parameters(const torch::nn::Sequential& a, const torch::nn::Sequential& b) {
+  auto pa = a->named_parameters(), pb = b->named_parameters();
+  ASSERT_EQ(pa.size(), pb.size());
+  for (const auto& item : pa) EXPECT_TRUE(torch::equal(item.value(), pb[item.key()])) << item.key();
+}
+
+class CheckpointTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  static void SetUpTestSuite() {
+    char tmpl[] = "/tmp/dataflux-ckpt-emu-XXXXXX";
+    emu_dir_ = mkdtemp(tmpl);
+    emulator::EmulatorOptions options;
+    options.storage_dir = emu_dir_;  // so a test can corrupt stored bytes
+    emu_ = emulator::Emulator::start(options).value().release();
+  }
+  static void TearDownTestSuite() {
+    delete emu_;
+    std::filesystem::remove_all(emu_dir_);
+  }
+  bool gcs() const { return GetParam() == "gcs"; }
+
+  void SetUp() override {
+    emu_->clear_faults();
+    options_.upload.part_size = 64 << 10;  // several parts even for a small model
+    options_.upload.max_parts_in_flight = 3;
+    options_.upload.cleanup_backoff = std::chrono::milliseconds(1);
+    options_.read_range_size = 64 << 10;
+    options_.reads_in_flight = 4;
+    if (gcs()) {
+      static std::atomic<int> counter{0};
+      bucket_ = "ckpt-" + std::to_string(counter++);
+      ASSERT_TRUE(emu_->create_bucket(bucket_).ok());
+      GcsOptions g;
+      g.endpoint = emu_->endpoint();
+      g.retry.max_attempts = 4;
+      g.retry.initial_backoff = std::chrono::milliseconds(1);
+      g.retry.max_backoff = std::chrono::milliseconds(5);
+      options_.store = make_gcs_store(g).value();
+    } else {
+      char tmpl[] = "/tmp/dataflux-ckpt-XXXXXX";
+      dir_ = mkdtemp(tmpl);
+    }
+  }
+  void TearDown() override {
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+
+  std::string url(const std::string& name) const {
+    return gcs() ? "gs://" + bucket_ + "/" + name : "file://" + dir_ + "/" + name;
+  }
+  // Every stored name (local: every file, temporary ones included).
+  std::vector<std::string> all_names() const {
+    std::vector<std::string> names;
+    if (gcs()) {
+      for (const auto& o : emu_->list_objects(bucket_)) names.push_back(o.name);
+    } else {
+      for (const auto& e : std::filesystem::recursive_directory_iterator(dir_)) {
+        if (e.is_regular_file()) names.push_back(std::filesystem::relative(e.path(), dir_));
+      }
+    }
+    return names;
+  }
+  // Flips one stored byte, keeping size and mtime (bit rot). False when it cannot.
+  bool corrupt(const std::string& name, std::size_t at) {
+    std::string path = dir_ + "/" + name;
+    if (gcs()) {  // the emulator's file holding exactly these bytes
+      const std::string data = emu_->get_object_data(bucket_, name).value();
+      path.clear();
+      for (const auto& e : std::filesystem::directory_iterator(emu_dir_)) {
+        std::ifstream in(e.path(), std::ios::binary);
+        if (std::string((std::istreambuf_iterator<char>(in)), {}) == data) path = e.path();
+      }
+    }
+    struct stat st;
+    if (path.empty() || stat(path.c_str(), &st) != 0) return false;
+    int fd = open(path.c_str(), O_RDWR);
+    char c;
+    bool ok = pread(fd, &c, 1, at) == 1;
+    c ^= 0x40;
+    ok = ok && pwrite(fd, &c, 1, at) == 1;
+    const timespec times[2] = {st.st_atim, st.st_mtim};
+    ok = ok && futimens(fd, times) == 0;
+    close(fd);
+    return ok;
+  }
+
+  static emulator::Emulator* emu_;
+  static std::string emu_dir_;
+  std::string bucket_, dir_;
+  CheckpointOptions options_;
+};
+emulator::Emulator* CheckpointTest::emu_ = nullptr;
+std::string CheckpointTest::emu_dir_;
+
+TEST_P(CheckpointTest, ModelAndOptimizerRoundTripBitExact) {
+  auto model = make_model(1);
+  torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
+  model->forward(torch::randn({8, 256})).sum().backward();
+  adam.step();
+  auto meta = save(model, url("ckpt/model.pt"), options_);
+  EXPECT_GT(meta.size, 8u * (64 << 10));  // many parts
+  save(adam, url("ckpt/adam.pt"), options_);
+
+  auto restored = make_model(2);
+  torch::optim::Adam restored_adam(restored->parameters(), torch::optim::AdamOptions(1e-3));
+  ASSERT_TRUE(adam_state(restored_adam).empty());
+  load(restored, url("ckpt/model.pt"), options_);
+  load(restored_adam, url("ckpt/adam.pt"), options_);
+  expect_same_parameters(model, restored);
+  ASSERT_EQ(adam_state(adam).size(), 12u);  // 4 parameters x (exp_avg, exp_avg_sq, step)
+  expect_same_tensors(adam_state(restored_adam), adam_state(adam));
+  EXPECT_THAT(all_names(), ::testing::UnorderedElementsAre("ckpt/model.pt", "ckpt/adam.pt"));
+}
+
+TEST_P(CheckpointTest, TensorsAndArchivesRoundTrip) {
+  std::vector<torch::Tensor> tensors = {torch::arange(100000, torch::kInt64), torch::randn({3, 5}),
+                                        torch::empty({0})};
+  save(tensors, url("t.pt"), options_);
+  std::vector<torch::Tensor> back;
+  load(back, url("t.pt"), options_);
+  ASSERT_EQ(back.size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(torch::equal(back[i], tensors[i]));
+
+  torch::serialize::OutputArchive out;
+  out.write("step", c10::IValue(int64_t{42}));
+  out.write("weights", torch::ones({300, 300}));
+  save(out, url("archive.pt"), options_);
+  torch::serialize::InputArchive in;
+  load(in, url("archive.pt"), options_);
+  c10::IValue step;
+  torch::Tensor weights;
+  in.read("step", step);
+  in.read("weights", weights);
+  EXPECT_EQ(step.toInt(), 42);
+  EXPECT_TRUE(torch::equal(weights, torch::ones({300, 300})));
+}
+
+TEST_P(CheckpointTest, ACorruptedCheckpointFailsWithDataLoss) {
+  auto model = make_model(1);
+  save(model, url("bad.pt"), options_);
+  if (!corrupt("bad.pt", 100000)) GTEST_SKIP() << "cannot corrupt the stored file here";
+  auto store = gcs() ? options_.store : open_store(url("bad.pt")).value();
+  auto restored = make_model(2);
+  try {
+    load(restored, url("bad.pt"), options_);
+    // Only a store that keeps no checksum (a filesystem without user xattrs) gets here.
+    EXPECT_FALSE(gcs());
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), absl::StatusCode::kDataLoss) << e.what();
+    EXPECT_THAT(e.what(), HasSubstr("bad.pt"));
+  }
+}
+
+TEST_P(CheckpointTest, MissingAndMismatchedCheckpointsThrowClearErrors) {
+  auto model = make_model(1);
+  try {
+    load(model, url("absent.pt"), options_);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), absl::StatusCode::kNotFound) << e.what();
+  }
+  save(torch::ones({4}), url("tensor.pt"), options_);
+  try {
+    load(model, url("tensor.pt"), options_);  // a tensor is not this module
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), absl::StatusCode::kInvalidArgument) << e.what();
+    EXPECT_THAT(e.what(), HasSubstr("tensor.pt"));
+  }
+  EXPECT_THROW(save(model, url("dir/"), options_), Error);
+}
+
+TEST_P(CheckpointTest, AWriterDestroyedWithoutCommitLeavesNothing) {
+  {
+    CheckpointWriter writer(url("partial.pt"), options_);
+    torch::save(make_model(1), writer.writer());
+  }
+  EXPECT_THAT(all_names(), ::testing::IsEmpty());
+}
+
+TEST_P(CheckpointTest, CheckpointIOSavesListsAndRemoves) {
+  CheckpointIO io(options_);
+  auto model = make_model(3);
+  io.save(model, url("run/epoch-1.pt"));
+  io.save(model, url("run/epoch-2.pt"));
+  EXPECT_TRUE(io.exists(url("run/epoch-1.pt")));
+  EXPECT_FALSE(io.exists(url("run/epoch-9.pt")));
+  EXPECT_THAT(io.list(url("run/")),
+              ::testing::ElementsAre(url("run/epoch-1.pt"), url("run/epoch-2.pt")));
+  auto restored = make_model(4);
+  io.load(restored, url("run/epoch-2.pt"));
+  expect_same_parameters(model, restored);
+  EXPECT_TRUE(io.remove(url("run/epoch-1.pt")));
+  EXPECT_FALSE(io.remove(url("run/epoch-1.pt")));
+  EXPECT_THAT(io.list(url("run/")), ::testing::ElementsAre(url("run/epoch-2.pt")));
+}
+
+TEST_P(CheckpointTest, AsyncSaveSnapshotsSoTrainingMayMutateAtOnce) {
+  auto model = make_model(5);
+  auto expected = make_model(6);
+  {
+    torch::NoGradGuard guard;
+    for (auto& item : expected->named_parameters()) {
+      item.value().copy_(model->named_parameters()[item.key()]);
+    }
+  }
+  AsyncCheckpointer async(options_);
+  auto first = async.save(model, url("async.pt"));
+  {
+    torch::NoGradGuard guard;
+    for (auto& p : model->parameters()) p.fill_(7);  // training goes on at once
+  }
+  auto second = async.save(model, url("async-2.pt"));  // waits for the first: one in flight
+  EXPECT_GT(first.get().size, 0u);
+  second.get();
+  auto restored = make_model(7);
+  load(restored, url("async.pt"), options_);
+  expect_same_parameters(expected, restored);
+  load(restored, url("async-2.pt"), options_);
+  expect_same_parameters(model, restored);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, CheckpointTest, ::testing::Values("gcs", "local"),
+                         [](const auto& info) { return info.param; });
+
+class CheckpointFaultTest : public CheckpointTest {};
+
+TEST_P(CheckpointFaultTest, TransientFailuresAreRetriedAndTheCheckpointIsExact) {
+  using emulator::Fault;
+  emu_->inject_fault("objects.insert", Fault::status(503));
+  emu_->inject_fault("objects.insert", Fault::reset());
+  emu_->inject_fault("objects.insert", Fault::break_after(3));
+  emu_->inject_fault("objects.compose", Fault::status(500));
+  emu_->inject_fault("objects.media", Fault::break_after(1000));
+  emu_->inject_fault("objects.media", Fault::status(503));
+  auto model = make_model(8);
+  save(model, url("flaky.pt"), options_);
+  auto restored = make_model(9);
+  load(restored, url("flaky.pt"), options_);
+  expect_same_parameters(model, restored);
+  EXPECT_EQ(emu_->pending_faults("objects.insert") + emu_->pending_faults("objects.media"), 0u);
+  EXPECT_THAT(all_names(), ::testing::ElementsAre("flaky.pt"));
+}
+
+TEST_P(CheckpointFaultTest, APermanentFailureThrowsAndLeavesNoObjectAndNoParts) {
+  emu_->inject_fault("objects.insert", emulator::Fault::status(403));
+  try {
+    save(make_model(1), url("denied.pt"), options_);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), absl::StatusCode::kPermissionDenied) << e.what();
+    EXPECT_THAT(e.what(), HasSubstr("part "));
+  }
+  AsyncCheckpointer async(options_);
+  emu_->inject_fault("objects.insert", emulator::Fault::status(403));
+  auto future = async.save(make_model(1), url("denied-async.pt"));
+  EXPECT_THROW(future.get(), Error);
+  EXPECT_THAT(all_names(), ::testing::IsEmpty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Gcs, CheckpointFaultTest, ::testing::Values("gcs"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace dataflux
