@@ -10,7 +10,9 @@
 
 #include "dataflux/crc32c.h"
 #include "dataflux/credentials.h"
+#include "dataflux/dataset.h"
 #include "dataflux/error.h"
+#include "dataflux/fetch.h"
 #include "dataflux/gcs.h"
 #include "dataflux/local.h"
 #include "dataflux/object_store.h"
