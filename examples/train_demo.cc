@@ -5,8 +5,9 @@
 //   STORAGE_EMULATOR_HOST=http://127.0.0.1:9023 dataflux_train_demo gs://demo-bucket/run1/
 //
 // The data are synthetic 16x16 images of horizontal or vertical stripes; each object holds one
-// sample (a label byte then 256 float32 pixels). The dataset below is the hand-written kind a
-// user writes today: one read per sample through the ObjectStore, straight into a tensor.
+// sample (a label byte then 256 float32 pixels). Training reads them through
+// dataflux::MapDataset and libtorch's DataLoader (each batch fetched concurrently); the
+// accuracy pass streams them through dataflux::StreamingDataset.
 #include <torch/data.h>
 #include <torch/nn.h>
 #include <torch/optim.h>
@@ -45,27 +46,13 @@ std::string sample_bytes(int index) {
   return bytes;
 }
 
-// What a user writes by hand today: one blocking read per sample.
-class ObjectDataset : public torch::data::datasets::Dataset<ObjectDataset> {
- public:
-  ObjectDataset(std::shared_ptr<dataflux::ObjectStore> store, std::string bucket,
-                std::vector<std::string> names)
-      : store_(std::move(store)), bucket_(std::move(bucket)), names_(std::move(names)) {}
-
-  torch::data::Example<> get(size_t index) override {
-    at::Tensor bytes = dataflux::read_object_tensor(*store_, bucket_, names_.at(index));
-    at::Tensor label = bytes.slice(0, 0, 1).to(torch::kLong).squeeze();
-    // Pixels start at byte 1, so copy them out aligned before viewing them as floats.
-    at::Tensor pixels = bytes.slice(0, 1).clone().view(torch::kFloat).view({1, kSide, kSide});
-    return {pixels, label};
-  }
-  torch::optional<size_t> size() const override { return names_.size(); }
-
- private:
-  std::shared_ptr<dataflux::ObjectStore> store_;
-  std::string bucket_;
-  std::vector<std::string> names_;
-};
+// Bytes of one object -> (pixels, label): the dataset's transform.
+torch::data::Example<> decode(at::Tensor bytes, const dataflux::ObjectEntry&, size_t) {
+  at::Tensor label = bytes.slice(0, 0, 1).to(torch::kLong).squeeze();
+  // Pixels start at byte 1, so copy them out aligned before viewing them as floats.
+  at::Tensor pixels = bytes.slice(0, 1).clone().view(torch::kFloat).view({1, kSide, kSide});
+  return {pixels, label};
+}
 
 struct NetImpl : torch::nn::Module {
   NetImpl()
@@ -83,16 +70,19 @@ struct NetImpl : torch::nn::Module {
 };
 TORCH_MODULE(Net);
 
-double accuracy(Net& net, torch::data::datasets::Dataset<ObjectDataset>& data,
-                const std::vector<size_t>& indices) {
+// Every eighth sample, streamed in order through a StreamingDataset.
+double accuracy(Net& net, const std::string& url, const dataflux::DatasetOptions& options) {
   torch::NoGradGuard no_grad;
-  int correct = 0;
-  for (size_t i : indices) {
-    auto example = data.get(i);
-    auto predicted = net->forward(example.data.unsqueeze(0)).argmax(1).item<int64_t>();
-    correct += predicted == example.target.item<int64_t>();
+  dataflux::StreamingDataset data(url, options);
+  int correct = 0, total = 0;
+  while (auto batch = data.get_batch(64)) {
+    for (const auto& example : *batch) {
+      if (total++ % 8 != 0) continue;
+      auto predicted = net->forward(example.data.unsqueeze(0)).argmax(1).item<int64_t>();
+      correct += predicted == example.target.item<int64_t>();
+    }
   }
-  return static_cast<double>(correct) / indices.size();
+  return static_cast<double>(correct) / ((total + 7) / 8);
 }
 
 std::string make_temp_dir() {
@@ -126,25 +116,15 @@ int main(int argc, char** argv) try {
   };
   std::cout << "wrote " << kSamples << " samples in " << seconds() << " s\n";
 
-  // 2. List them, page by page.
-  std::vector<std::string> names;
-  dataflux::ListObjectsRequest list;
-  list.bucket = url.bucket;
-  list.prefix = url.object + "train/";
-  do {
-    auto page = dataflux::value_or_throw(store->list_objects(list));
-    for (const auto& object : page.objects) names.push_back(object.name);
-    list.page_token = page.next_page_token;
-  } while (!list.page_token.empty());
-  std::cout << "listed " << names.size() << " objects\n";
-
-  // 3. Train for two epochs with libtorch's DataLoader.
+  // 2. Train for two epochs: MapDataset lists the prefix once and fetches each batch
+  //    concurrently; libtorch's DataLoader shuffles and batches.
   torch::manual_seed(0);
-  ObjectDataset dataset(store, url.bucket, names);
-  std::vector<size_t> holdout;
-  for (size_t i = 0; i < names.size(); i += 8) holdout.push_back(i);
+  const std::string train_url = url.to_string() + "train/";
+  auto options = dataflux::DatasetOptions().transform(decode);
+  dataflux::MapDataset dataset(train_url, options);
+  std::cout << "listed " << *dataset.size() << " objects\n";
   auto loader =
-      torch::data::make_data_loader(dataset.map(torch::data::transforms::Stack<>()),
+      torch::data::make_data_loader(std::move(dataset).map(torch::data::transforms::Stack<>()),
                                     torch::data::DataLoaderOptions().batch_size(32).workers(2));
   Net net;
   torch::optim::Adam optimizer(net->parameters(), torch::optim::AdamOptions(1e-2));
@@ -162,7 +142,7 @@ int main(int argc, char** argv) try {
     }
     std::cout << "epoch " << epoch << ": mean loss " << loss_sum / batches << "\n";
   }
-  double trained_accuracy = accuracy(net, dataset, holdout);
+  double trained_accuracy = accuracy(net, train_url, options);
   std::cout << "trained in " << seconds() << " s; accuracy " << trained_accuracy << "\n";
 
   // 4. Checkpoint to the store, then restore into a fresh model.
@@ -183,7 +163,7 @@ int main(int argc, char** argv) try {
   auto b = restored->parameters();
   bool identical = a.size() == b.size();
   for (size_t i = 0; identical && i < a.size(); ++i) identical = torch::equal(a[i], b[i]);
-  double restored_accuracy = accuracy(restored, dataset, holdout);
+  double restored_accuracy = accuracy(restored, train_url, options);
   std::cout << "restored checkpoint: parameters " << (identical ? "identical" : "DIFFERENT")
             << "; accuracy " << restored_accuracy << "\n";
   if (!identical || restored_accuracy != trained_accuracy || trained_accuracy < 0.9) {
