@@ -18,7 +18,6 @@
 #include <cstdlib>
 #include <iostream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -145,20 +144,20 @@ int main(int argc, char** argv) try {
   double trained_accuracy = accuracy(net, train_url, options);
   std::cout << "trained in " << seconds() << " s; accuracy " << trained_accuracy << "\n";
 
-  // 4. Checkpoint to the store, then restore into a fresh model.
-  std::ostringstream checkpoint;
-  torch::save(net, checkpoint);
-  dataflux::WriteObjectRequest save;
-  save.bucket = url.bucket;
-  save.object = url.object + "ckpt/model.pt";
-  auto saved = dataflux::value_or_throw(store->write_object(save, checkpoint.str()));
-  std::cout << "checkpoint " << saved.name << ": " << saved.size << " bytes\n";
+  // 4. Checkpoint model and optimizer to the store (streamed, published atomically), then
+  //    restore both into fresh objects with parallel ranged reads.
+  const std::string model_url = url.to_string() + "ckpt/model.pt";
+  const std::string optimizer_url = url.to_string() + "ckpt/optimizer.pt";
+  dataflux::AsyncCheckpointer async;
+  auto optimizer_saved = async.save(optimizer, optimizer_url);  // uploads in the background
+  auto saved = dataflux::save(net, model_url);
+  std::cout << "checkpoint " << saved.name << ": " << saved.size << " bytes; optimizer "
+            << optimizer_saved.get().size << " bytes (async)\n";
 
-  at::Tensor bytes = dataflux::read_object_tensor(*store, url.bucket, save.object);
-  std::istringstream restored_stream(
-      std::string(static_cast<const char*>(bytes.data_ptr()), bytes.numel()));
   Net restored;
-  torch::load(restored, restored_stream);
+  dataflux::load(restored, model_url);
+  torch::optim::Adam restored_optimizer(restored->parameters(), torch::optim::AdamOptions(1e-2));
+  dataflux::load(restored_optimizer, optimizer_url);
   auto a = net->parameters();
   auto b = restored->parameters();
   bool identical = a.size() == b.size();
