@@ -28,6 +28,9 @@ using SteadyClock = std::chrono::steady_clock;
 
 // A donor hands at most this many ranges over at one page boundary.
 constexpr int kMaxSplitsPerPage = 32;
+// Density-based cuts aim at this many pages per handed-over range: enough that a worker is
+// busy for a few round trips, few enough that the work spreads in a few rounds.
+constexpr int kPagesPerCut = 3;
 
 struct Range {
   std::string start;  // prefix-relative, inclusive
@@ -150,14 +153,18 @@ class ListJob {
   // boundaries; donate() rechecks under it.
   void update_hunger() { hunger_.store(idle_ - static_cast<int>(pending_.size())); }
 
-  // Cuts the rest of `range` (after `last`, a full name) for idle workers: keeps the lowest
-  // piece, queues the others. Returns false when nothing was handed over.
-  bool donate(Range* range, const std::string& last) {
+  // Cuts the rest of `range` (after `last`; the page listed [first, last], full names) for idle
+  // workers: keeps the lowest piece, queues the others. Returns false when nothing was handed over.
+  bool donate(Range* range, const std::string& first, const std::string& last) {
     std::lock_guard<std::mutex> lock(mu_);
     const int hungry = std::min(idle_ - static_cast<int>(pending_.size()), kMaxSplitsPerPage);
     if (hungry <= 0 || failed_.load()) return false;
     const std::string from = last.substr(prefix_.size());
-    std::vector<std::string> cuts = splitter_.split_range(from, range->end, hungry);
+    // Density cuts from the page just listed (see RangeSplitter::extrapolate); where they do
+    // not apply, the reference splitter's midpoints.
+    std::vector<std::string> cuts =
+        splitter_.extrapolate(first.substr(prefix_.size()), from, range->end, hungry, kPagesPerCut);
+    if (cuts.empty()) cuts = splitter_.split_range(from, range->end, hungry);
     if (cuts.empty()) return false;
     for (std::size_t i = 0; i < cuts.size(); ++i) {
       Range r;
@@ -229,6 +236,7 @@ class ListJob {
       ++pages_;
       const std::string end = range.end.empty() ? std::string() : prefix_ + range.end;
       bool past_end = false;
+      std::string first;
       std::uint64_t kept = 0, seen = 0;
       for (const ObjectMetadata& object : page->objects) {
         if (!range.listed_through.empty() && object.name <= range.listed_through) continue;
@@ -237,6 +245,7 @@ class ListJob {
           break;
         }
         ++seen;
+        if (first.empty()) first = object.name;
         last = object.name;
         if (!filter_.keep(object)) continue;
         out->add(object.name, object.size, object.generation, object.crc32c);
@@ -248,15 +257,15 @@ class ListJob {
       if (past_end || page->next_page_token.empty()) return absl::OkStatus();
       range.page_token = std::move(page->next_page_token);
       if (workers_started_ == 1 && options_.workers > 1) start_workers();
-      if (hunger_.load() > 0 && !last.empty()) donate(&range, last);
+      if (hunger_.load() > 0 && !last.empty()) donate(&range, first, last);
     }
   }
 
   void report_progress() {
     if (!options_.progress) return;
-    ListStats s = stats();
+    // Snapshot under the lock, so callbacks see counters that never go backwards.
     std::lock_guard<std::mutex> lock(progress_mu_);
-    options_.progress(s);
+    options_.progress(stats());
   }
 
   ObjectStore& store_;

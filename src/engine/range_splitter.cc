@@ -207,4 +207,126 @@ std::vector<std::string> RangeSplitter::split_range(std::string_view start, std:
   return out;
 }
 
+std::vector<std::string> RangeSplitter::extrapolate(std::string_view first, std::string_view last,
+                                                    std::string_view end, int num_splits,
+                                                    int pages_per_cut) const {
+  if (num_splits < 1 || pages_per_cut < 1 || first > last) return {};
+  const bool unbounded = end.empty();
+  if (!unbounded && last >= end) return {};
+  std::string chars = alphabet_;
+  chars.append(first.data(), first.size());
+  Symbols s = read_symbols(chars, last, end);
+  std::vector<std::uint32_t> first_symbols;
+  if (s.utf8) {
+    decode_utf8(first, &first_symbols);
+  } else {
+    bytes_of(first, &first_symbols);
+  }
+  const std::vector<std::uint32_t> global = make_alphabet(s);
+  // A mixed-radix reading: each position counts in the characters found there in the
+  // names, widened to their whole run (a digit stands for 0-9, a letter for its case's
+  // alphabet). With one alphabet for all positions "class-007" would be followed by
+  // "class-00a": cuts where no name can be. Two positions beyond the longest name (counting
+  // in every character seen) keep a dense page's width above zero.
+  const std::size_t length =
+      std::max({first_symbols.size(), s.start.size(), unbounded ? 0 : s.end.size()}) + 2;
+  std::vector<std::vector<std::uint32_t>> sets(length);
+  for (std::size_t i = 0; i < length; ++i) {
+    auto& set = sets[i];
+    for (const auto* name : {&first_symbols, &s.start, &s.end}) {
+      if (i >= name->size()) continue;
+      const std::uint32_t c = (*name)[i];
+      bool widened = false;
+      for (auto [lo, hi] :
+           {std::pair<std::uint32_t, std::uint32_t>{'0', '9'}, {'a', 'z'}, {'A', 'Z'}}) {
+        if (c >= lo && c <= hi) {
+          for (std::uint32_t x = lo; x <= hi; ++x) set.push_back(x);
+          widened = true;
+        }
+      }
+      if (!widened) set.push_back(c);
+    }
+    if (set.empty()) set = global;
+    std::sort(set.begin(), set.end());
+    set.erase(std::unique(set.begin(), set.end()), set.end());
+  }
+  using Number = std::vector<std::uint64_t>;  // most significant digit first
+  auto read = [&](const std::vector<std::uint32_t>& symbols) {
+    Number d(length, 0);
+    for (std::size_t i = 0; i < symbols.size() && i < length; ++i)
+      d[i] = index_of(sets[i], symbols[i]);
+    return d;
+  };
+  auto subtract = [&](const Number& a, const Number& b, Number* out) {  // false if a < b
+    out->assign(length, 0);
+    std::int64_t borrow = 0;
+    for (std::size_t i = length; i-- > 0;) {
+      std::int64_t v = static_cast<std::int64_t>(a[i]) - static_cast<std::int64_t>(b[i]) - borrow;
+      borrow = v < 0;
+      (*out)[i] =
+          static_cast<std::uint64_t>(v + (borrow ? static_cast<std::int64_t>(sets[i].size()) : 0));
+    }
+    return borrow == 0;
+  };
+  auto multiply = [&](Number* a, std::uint64_t m) {  // false on overflow
+    std::uint64_t carry = 0;
+    for (std::size_t i = length; i-- > 0;) {
+      const std::uint64_t v = (*a)[i] * m + carry;
+      (*a)[i] = v % sets[i].size();
+      carry = v / sets[i].size();
+    }
+    return carry == 0;
+  };
+  auto divide = [&](Number* a, std::uint64_t m) {
+    std::uint64_t remainder = 0;
+    for (std::size_t i = 0; i < length; ++i) {
+      const std::uint64_t v = remainder * sets[i].size() + (*a)[i];
+      (*a)[i] = v / m;
+      remainder = v % m;
+    }
+  };
+  auto add = [&](Number* a, const Number& b) {  // false on overflow
+    std::uint64_t carry = 0;
+    for (std::size_t i = length; i-- > 0;) {
+      const std::uint64_t v = (*a)[i] + b[i] + carry;
+      (*a)[i] = v % sets[i].size();
+      carry = v / sets[i].size();
+    }
+    return carry == 0;
+  };
+  auto is_zero = [](const Number& a) {
+    return std::all_of(a.begin(), a.end(), [](std::uint64_t d) { return d == 0; });
+  };
+
+  Number cut = read(s.start);
+  // Bounded: the rest is known, cut it evenly. Unbounded: steps that double from what one
+  // page spans times pages_per_cut, so cuts reach both the next few pages (numbered names)
+  // and far-away parts of the name space (a hierarchy that carries into a higher position).
+  Number step;
+  const std::uint64_t n = static_cast<std::uint64_t>(std::min(num_splits, 1 << 16));
+  if (!unbounded) {
+    if (!subtract(read(s.end), cut, &step)) return {};
+    divide(&step, n + 1);
+  } else {
+    if (!subtract(cut, read(first_symbols), &step)) return {};
+    if (!multiply(&step, static_cast<std::uint64_t>(pages_per_cut))) return {};
+  }
+  if (is_zero(step)) return {};
+  std::vector<std::string> out;
+  std::vector<std::uint32_t> symbols;
+  std::string previous(last);
+  for (std::uint64_t k = 0; k < n; ++k) {
+    if (!add(&cut, step)) break;  // past the largest name of this length
+    if (unbounded && k > 0 && !multiply(&step, 2)) break;
+    symbols.clear();
+    for (std::size_t i = 0; i < length; ++i) symbols.push_back(sets[i][cut[i]]);
+    std::string split = encode(symbols, s.utf8);
+    if (!unbounded && split >= end) break;
+    if (split <= previous) continue;
+    previous = split;
+    out.push_back(std::move(split));
+  }
+  return out;
+}
+
 }  // namespace dataflux::internal

@@ -47,6 +47,16 @@ class RangeSplitter {
   std::vector<std::string> split_range(std::string_view start, std::string_view end,
                                        int num_splits) const;
 
+  // Density-based cuts for a lister that has just listed a page of names [first, last] from
+  // a range ending at `end` ("" = unbounded): reads the names as base-B numbers and returns
+  // up to `num_splits` cuts last + k * step, step = (last - first) * pages_per_cut, that lie
+  // before `end`. Where names are spread evenly (numbered files) each cut range then holds
+  // about `pages_per_cut` pages. Empty when first >= last or no cut fits; the caller then
+  // falls back to split_range().
+  std::vector<std::string> extrapolate(std::string_view first, std::string_view last,
+                                       std::string_view end, int num_splits,
+                                       int pages_per_cut) const;
+
   // The alphabet and integer reading split_range uses; exposed for the golden-vector tests.
   std::vector<std::uint32_t> alphabet_for(std::string_view start, std::string_view end) const;
   MinimalIntRange minimal_int_range(std::string_view start, std::string_view end,

@@ -100,7 +100,9 @@ TEST(RangeSplitterTest, UnicodeSplitsAreValidUtf8AndInsideTheRange) {
         for (const auto& s : splits) {
           EXPECT_TRUE(decode_utf8(s, &code_points)) << s;
           EXPECT_GT(s, previous);
-          if (!b.empty()) EXPECT_LT(s, b);
+          if (!b.empty()) {
+            EXPECT_LT(s, b);
+          }
           previous = s;
         }
         EXPECT_LE(splits.size(), static_cast<std::size_t>(n));
@@ -143,13 +145,47 @@ TEST(RangeSplitterTest, RandomRangesSplitStrictlyInside) {
     std::string previous = a;
     for (const auto& s : splits) {
       ASSERT_GT(s, previous) << a << " .. " << b;
-      if (!b.empty()) ASSERT_LT(s, b) << a << " .. " << b;
+      if (!b.empty()) {
+        ASSERT_LT(s, b) << a << " .. " << b;
+      }
       previous = s;
     }
-    if (b.empty()) EXPECT_FALSE(splits.empty()) << a;  // an unbounded range always splits
+    if (b.empty()) {
+      EXPECT_FALSE(splits.empty()) << a;  // an unbounded range always splits
+    }
     split_count += !splits.empty();
   }
   EXPECT_GT(split_count, 1000);
+}
+
+// Density cuts: after a page of numbered names, unbounded cuts start about pages_per_cut
+// pages on and then double; bounded ones divide the rest evenly; all lie strictly inside.
+TEST(RangeSplitterTest, ExtrapolatedCutsFollowThePage) {
+  RangeSplitter splitter;
+  auto cuts = splitter.extrapolate("img/000000", "img/000999", "", 4, 3);
+  ASSERT_EQ(cuts.size(), 4u);
+  EXPECT_EQ(cuts[0].substr(0, 10), "img/003996");  // last + 3 * (last - first)
+  EXPECT_EQ(cuts[1].substr(0, 10), "img/006993");
+  EXPECT_EQ(cuts[2].substr(0, 10), "img/012987");  // then the step doubles
+  for (std::size_t i = 1; i < cuts.size(); ++i) EXPECT_LT(cuts[i - 1], cuts[i]);
+  auto bounded = splitter.extrapolate("img/000000", "img/000999", "img/009999", 8, 3);
+  ASSERT_FALSE(bounded.empty());
+  EXPECT_EQ(bounded[0].substr(0, 8), "img/0019");  // (9999 - 999) / 9 = 1000 names on
+  for (const auto& c : bounded) {
+    EXPECT_GT(c, "img/000999");
+    EXPECT_LT(c, "img/009999");
+  }
+  EXPECT_TRUE(splitter.extrapolate("b", "a", "", 3, 3).empty());
+  EXPECT_TRUE(splitter.extrapolate("a", "b", "b", 3, 3).empty());
+  // Hierarchical names: cuts carry into the higher position instead of staying in one
+  // directory.
+  auto spread = splitter.extrapolate("c-000/00", "c-000/99", "", 12, 3);
+  ASSERT_FALSE(spread.empty());
+  EXPECT_GT(spread.back().substr(0, 5), "c-000");
+  std::vector<std::uint32_t> cp;
+  for (const auto& c : splitter.extrapolate("\xc3\xa9" "a", "\xc3\xa9" "z", "", 5, 1)) {
+    EXPECT_TRUE(decode_utf8(c, &cp));
+  }
 }
 
 }  // namespace
