@@ -15,6 +15,7 @@
 #include "dataflux/error.h"
 #include "dataflux/fetch.h"
 #include "dataflux/gcs.h"
+#include "dataflux/listing.h"
 #include "dataflux/local.h"
 #include "dataflux/object_store.h"
 #include "dataflux/open_store.h"
