@@ -72,9 +72,12 @@ struct ListOptions {
   // Skip names ending in '/' (the "directory" placeholders consoles create).
   bool skip_directory_placeholders = true;
   // Skip Dataflux's own temporary objects: names that start with one of
-  // `temporary_prefixes`, or contain it right after a '/'.
+  // `temporary_prefixes` or contain it right after a '/' (compose batches of the fetcher), and
+  // names that contain one of `temporary_infixes` (checkpoint parts being uploaded,
+  // "<object>.dataflux-part-<id>-<n>").
   bool skip_temporary_objects = true;
-  std::vector<std::string> temporary_prefixes = {"dataflux-composed-objects/", "dataflux-tmp/"};
+  std::vector<std::string> temporary_prefixes = {"dataflux-composed-objects/"};
+  std::vector<std::string> temporary_infixes = {".dataflux-part-"};
   // Keep only these storage classes ("STANDARD", "NEARLINE", ...); empty = every class.
   // Objects whose store reports no class (the local filesystem) are always kept.
   std::vector<std::string> storage_classes;

@@ -1,6 +1,5 @@
-// The one place datasets get their listing from. Today it pages through
-// ObjectStore::list_objects sequentially; the parallel lister (FastLister) replaces the body of
-// list_dataset_objects() and nothing else.
+// The one place datasets get their listing from: the parallel lister (dataflux/listing.h),
+// with the filters every dataset wants.
 #ifndef DATAFLUX_SRC_ENGINE_DATASET_LISTING_H_
 #define DATAFLUX_SRC_ENGINE_DATASET_LISTING_H_
 
@@ -19,7 +18,7 @@ struct DatasetListingOptions {
 
 // Every object under `prefix` in `bucket`, sorted by name (byte order, so every rank and every
 // restart sees the same order), without "directory" placeholders (names ending in '/') and
-// without compose temporaries (kComposedObjectsPrefix).
+// without Dataflux's temporaries (compose batches, checkpoint parts).
 absl::StatusOr<std::vector<ObjectEntry>> list_dataset_objects(
     ObjectStore& store, const std::string& bucket, const std::string& prefix,
     const DatasetListingOptions& options = {});

@@ -53,6 +53,9 @@ ObjectFilter::ObjectFilter(const ListOptions& options, std::string prefix)
     for (const auto& t : options.temporary_prefixes) {
       if (!t.empty()) temporary_prefixes_.push_back(t);
     }
+    for (const auto& t : options.temporary_infixes) {
+      if (!t.empty()) temporary_infixes_.push_back(t);
+    }
   }
 }
 
@@ -65,6 +68,9 @@ bool ObjectFilter::keep(const ObjectMetadata& object) const {
          slash = name.find('/', slash + 1)) {
       if (name.compare(slash + 1, t.size(), t) == 0) return false;
     }
+  }
+  for (const auto& t : temporary_infixes_) {
+    if (name.find(t) != std::string::npos) return false;
   }
   if (!storage_classes_.empty() && !object.storage_class.empty() &&
       std::find(storage_classes_.begin(), storage_classes_.end(), object.storage_class) ==

@@ -25,6 +25,7 @@ class ObjectFilter {
   std::string prefix_;
   bool skip_placeholders_;
   std::vector<std::string> temporary_prefixes_;  // empty when not skipping
+  std::vector<std::string> temporary_infixes_;   // empty when not skipping
   std::vector<std::string> storage_classes_;
   std::string glob_;
 };

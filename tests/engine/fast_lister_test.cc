@@ -266,8 +266,9 @@ TEST_F(FastListerTest, StoreWithoutServerEndOffset) {
 
 TEST_F(FastListerTest, FiltersPlaceholdersTemporariesClassesAndGlob) {
   seed({"data/", "data/a.jpg", "data/b.png", "data/sub/", "data/sub/c.jpg",
-        "dataflux-composed-objects/123", "data/ckpt/dataflux-tmp/part-1", "dataflux-tmp/x",
-        "data/cold.jpg", "my-dataflux-tmp/kept"});
+        "dataflux-composed-objects/123", "data/ckpt/dataflux-composed-objects/1",
+        "data/ckpt/e.pt.dataflux-part-0123456789abcdef-00001", "data/ckpt/e.pt", "data/cold.jpg",
+        "my-dataflux-composed-objects/kept"});
   TweakedStore store(store_);
   store.storage_class = [](const std::string& n) {
     return n == "data/cold.jpg" ? "ARCHIVE" : "STANDARD";
@@ -282,8 +283,9 @@ TEST_F(FastListerTest, FiltersPlaceholdersTemporariesClassesAndGlob) {
     return out;
   };
   ListOptions o;
-  EXPECT_EQ(names(o), (std::vector<std::string>{"data/a.jpg", "data/b.png", "data/cold.jpg",
-                                                "data/sub/c.jpg", "my-dataflux-tmp/kept"}));
+  EXPECT_EQ(names(o),
+            (std::vector<std::string>{"data/a.jpg", "data/b.png", "data/ckpt/e.pt", "data/cold.jpg",
+                                      "data/sub/c.jpg", "my-dataflux-composed-objects/kept"}));
   o.storage_classes = {"STANDARD"};
   o.glob = "**/*.jpg";
   EXPECT_EQ(names(o, "data/"), (std::vector<std::string>{"data/a.jpg", "data/sub/c.jpg"}));
@@ -292,7 +294,7 @@ TEST_F(FastListerTest, FiltersPlaceholdersTemporariesClassesAndGlob) {
   ListOptions everything;
   everything.skip_directory_placeholders = false;
   everything.skip_temporary_objects = false;
-  EXPECT_EQ(names(everything).size(), 10u);
+  EXPECT_EQ(names(everything).size(), 11u);
 }
 
 TEST_F(FastListerTest, ProgressReportsRunningCounters) {
