@@ -16,6 +16,7 @@
 #include "dataflux/object_store.h"
 #include "dataflux/open_store.h"
 #include "dataflux/retry.h"
+#include "dataflux/s3.h"
 #include "dataflux/tensor_io.h"
 #include "dataflux/transport.h"
 #include "dataflux/url.h"
