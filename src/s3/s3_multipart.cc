@@ -126,13 +126,15 @@ absl::StatusOr<ObjectMetadata> S3MultipartUpload::complete() {
       return absl::FailedPreconditionError(absl::StrCat(context, ": no parts were uploaded"));
     }
     const int last = parts_.rbegin()->first;
-    std::uint32_t crc = 0;
     for (int n = 1; n <= last; ++n) {
-      auto it = parts_.find(n);
-      if (it == parts_.end()) {
+      if (parts_.count(n) == 0) {
         return absl::FailedPreconditionError(
             absl::StrCat(context, ": part ", n, " of 1..", last, " was never uploaded"));
       }
+    }
+    std::uint32_t crc = 0;
+    for (int n = 1; n <= last; ++n) {
+      auto it = parts_.find(n);
       if (n < last && it->second.size < kS3MinPartSize) {
         return absl::InvalidArgumentError(absl::StrCat(context, ": part ", n, " has ",
                                                        it->second.size,
