@@ -72,6 +72,7 @@ absl::StatusCode status_code_for_s3_error(std::string_view code, long http_statu
       {"PermanentRedirect", C::kFailedPrecondition},
       {"AuthorizationHeaderMalformed", C::kFailedPrecondition},
       {"NotImplemented", C::kUnimplemented},
+      {"MethodNotAllowed", C::kUnimplemented},
   };
   for (const auto& e : kTable) {
     if (code == e.code) return e.status;

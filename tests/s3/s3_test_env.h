@@ -1,7 +1,8 @@
 // A fixture for S3 integration tests. By default it starts the in-process emulator with
 // freshly generated access keys (SigV4 verified). With DATAFLUX_S3_TEST_ENDPOINT set (e.g.
 // to an s3rver started by tests/s3/s3rver_test.sh) the same tests run against that server;
-// tests that need the emulator's fault injection or signature checks then skip.
+// tests that need the emulator's fault injection or signature checks then skip. Keys come
+// from DATAFLUX_S3_TEST_ACCESS_KEY_ID / DATAFLUX_S3_TEST_SECRET_ACCESS_KEY (default S3RVER).
 #ifndef DATAFLUX_TESTS_S3_S3_TEST_ENV_H_
 #define DATAFLUX_TESTS_S3_S3_TEST_ENV_H_
 
@@ -41,8 +42,11 @@ class S3TestEnv : public ::testing::Test {
     if (const char* endpoint = std::getenv("DATAFLUX_S3_TEST_ENDPOINT"); endpoint && *endpoint) {
       external_ = true;
       endpoint_ = endpoint;
-      access_key_ = "S3RVER";  // s3rver's documented default pair; it checks no signatures
-      secret_ = "S3RVER";
+      // s3rver's documented default pair (it checks no signatures), unless given.
+      const char* key = std::getenv("DATAFLUX_S3_TEST_ACCESS_KEY_ID");
+      const char* secret = std::getenv("DATAFLUX_S3_TEST_SECRET_ACCESS_KEY");
+      access_key_ = key && *key ? key : "S3RVER";
+      secret_ = secret && *secret ? secret : "S3RVER";
     } else {
       access_key_ = "AKIA" + random_token(16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567");
       secret_ =
