@@ -12,6 +12,7 @@
 #include "dataflux/credentials.h"
 #include "dataflux/error.h"
 #include "dataflux/gcs.h"
+#include "dataflux/list_prefixes.h"
 #include "dataflux/local.h"
 #include "dataflux/object_store.h"
 #include "dataflux/open_store.h"

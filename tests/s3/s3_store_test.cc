@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "dataflux/crc32c.h"
+#include "dataflux/list_prefixes.h"
 #include "dataflux/open_store.h"
 #include "s3_test_env.h"
 
@@ -149,6 +150,24 @@ TEST_F(S3StoreTest, ListsWithPrefixDelimiterPagesAndOffsets) {
   for (const auto& o : ranged->objects) names.push_back(o.name);
   EXPECT_EQ(names, (std::vector<std::string>{"a/2", "a/3", "a/sub/x"}));
   EXPECT_TRUE(ranged->next_page_token.empty());
+}
+
+TEST_F(S3StoreTest, ListsSeveralPrefixesAtOnce) {
+  for (const char* name : {"p/a/1", "p/a/2", "p/b/1", "p/c/1", "q/1"}) {
+    ASSERT_TRUE(store_->write_object(write(name), name).ok());
+  }
+  // "p/a/" is inside "p/" in the second call: each object is listed once.
+  auto some = list_prefixes(*store_, bucket_, {"p/c/", "p/a/", "missing/"});
+  ASSERT_TRUE(some.ok()) << some.status();
+  std::vector<std::string> names;
+  for (const auto& o : *some) names.push_back(o.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"p/a/1", "p/a/2", "p/c/1"}));
+  auto nested = list_prefixes(*store_, bucket_, {"p/a/", "p/", "q/"});
+  ASSERT_TRUE(nested.ok()) << nested.status();
+  EXPECT_EQ(nested->size(), 5u);
+  auto bad = list_prefixes(*store_, "no-such-bucket-" + random_token(6, "abcdef"), {"x/"});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("listing prefix \"x/\""));
 }
 
 TEST_F(S3StoreTest, CopyAndDelete) {
