@@ -34,6 +34,10 @@ constexpr char kUsage[] =
     "  --metadata-server        serve the GCE metadata server's token and email under\n"
     "                           /computeMetadata/v1/instance/service-accounts/default/\n"
     "  --token-lifetime-s N     lifetime of issued access tokens (default 3600)\n"
+    "  --s3-keys FILE           S3 access keys, one \"ACCESS_KEY_ID:SECRET\" a line: SigV4\n"
+    "                           signatures are verified against them (a file, so secrets stay\n"
+    "                           out of the process list)\n"
+    "  --s3-require-signature   refuse unsigned S3 requests (default: serve them)\n"
     "  --help                   this text\n"
     "Prints the URL (http://127.0.0.1:PORT) as its first line, then serves until SIGINT or\n"
     "SIGTERM. Control: POST /_dataflux/faults, POST /_dataflux/model, GET /_dataflux/counters,\n"
@@ -74,6 +78,10 @@ int main(int argc, char** argv) {
       options.auth.metadata_server = true;
       continue;
     }
+    if (flag == "--s3-require-signature") {
+      options.s3.allow_anonymous = false;
+      continue;
+    }
     if (i + 1 >= argc) {
       std::fprintf(stderr, "dataflux-emulator: unknown flag or missing value: %s\n%s", flag.c_str(),
                    kUsage);
@@ -102,6 +110,27 @@ int main(int argc, char** argv) {
         return 2;
       }
       options.auth.service_account_public_keys[spec.substr(0, eq)] = std::move(pem);
+    } else if (flag == "--s3-keys") {
+      std::string text;
+      if (!read_file(value, &text)) {
+        std::fprintf(stderr, "dataflux-emulator: --s3-keys wants a readable file: %s\n", value);
+        return 2;
+      }
+      std::size_t start = 0;
+      while (start < text.size()) {
+        std::size_t end = text.find('\n', start);
+        if (end == std::string::npos) end = text.size();
+        std::string line = text.substr(start, end - start);
+        start = end + 1;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.empty() || line[0] == '#') continue;
+        const std::size_t colon = line.find(':');
+        if (colon == 0 || colon == std::string::npos || colon + 1 == line.size()) {
+          std::fprintf(stderr, "dataflux-emulator: --s3-keys lines are ACCESS_KEY_ID:SECRET\n");
+          return 2;
+        }
+        options.s3.access_keys[line.substr(0, colon)] = line.substr(colon + 1);
+      }
     } else if (flag == "--refresh-client") {
       const std::string spec = value;
       const std::size_t first = spec.find(':');

@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(cmake ninja-build g++ libtorch-dev libcurl4-openssl-dev libssl-dev libabsl-dev
           rapidjson-dev libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev
-          python3-crc32c clang-format)
+          python3-crc32c clang-format libexpat1-dev python3-boto3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -15,4 +15,20 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "deps: installing ${missing[*]}"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# s3rver (npm), the third-party S3 server tests/s3/s3rver_test.sh runs our S3 tests against.
+# Best effort: without npm or the registry that test is skipped, visibly.
+s3rver_prefix="$(dirname "$0")/../build-deps/node"
+if [ ! -x "$s3rver_prefix/node_modules/.bin/s3rver" ]; then
+  if ! command -v npm >/dev/null; then
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends npm ||
+      echo "deps: npm unavailable; the s3rver interop test will be skipped"
+  fi
+  if command -v npm >/dev/null; then
+    npm install --prefix "$s3rver_prefix" --no-audit --no-fund s3rver@3 >/dev/null ||
+      echo "deps: npm install s3rver failed; the s3rver interop test will be skipped"
+  fi
 fi

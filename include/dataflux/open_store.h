@@ -2,6 +2,7 @@
 //
 //   auto store = dataflux::open_store("gs://my-bucket/train/");   // GCS
 //   auto local = dataflux::open_store("/tmp/data/");               // local filesystem
+//   auto s3 = dataflux::open_store("s3://my-bucket/train/");       // S3 (AWS_* settings)
 //   auto url = dataflux::StorageUrl::parse("gs://my-bucket/train/").value();
 //   store.value()->list_objects({url.bucket, url.object});
 #ifndef DATAFLUX_OPEN_STORE_H_
@@ -14,6 +15,7 @@
 #include "dataflux/gcs.h"
 #include "dataflux/local.h"
 #include "dataflux/object_store.h"
+#include "dataflux/s3.h"
 #include "dataflux/url.h"
 
 namespace dataflux {
@@ -21,10 +23,12 @@ namespace dataflux {
 struct StoreOptions {
   GcsOptions gcs;
   LocalOptions local;
+  S3Options s3;
 };
 
 // gs:// → a GCS store (one per options, shared between calls with default options);
-// file:// and paths → a local store rooted at "/"; s3:// → Unimplemented until that backend.
+// file:// and paths → a local store rooted at "/"; s3:// → an S3 store (shared between calls
+// whose options and AWS_* environment resolve to the same endpoint, region and credentials).
 absl::StatusOr<std::shared_ptr<ObjectStore>> open_store(const StorageUrl& url,
                                                         const StoreOptions& options = {});
 absl::StatusOr<std::shared_ptr<ObjectStore>> open_store(std::string_view url,

@@ -19,6 +19,7 @@
 #include "emulator/control.h"
 #include "emulator/resources.h"
 #include "emulator/routes.h"
+#include "emulator/s3_routes.h"
 #include "emulator/store.h"
 #include "emulator/uploads.h"
 #include "emulator/wire.h"
@@ -120,7 +121,8 @@ class Emulator::Impl {
   explicit Impl(EmulatorOptions options)
       : options_(std::move(options)),
         store_(options_.storage_dir, options_.project),
-        uploads_(&store_, options_.max_object_bytes) {}
+        uploads_(&store_, options_.max_object_bytes),
+        s3_(&store_, options_.max_object_bytes) {}
 
   ~Impl() {
     control_.stop();
@@ -144,6 +146,7 @@ class Emulator::Impl {
     std::signal(SIGPIPE, SIG_IGN);
     control_.set_model(options_.model);
     auth_.set_config(options_.auth);
+    s3_.set_config(options_.s3);
     const int threads = options_.threads;
     server_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
     server_.set_keep_alive_max_count(100000);
@@ -235,7 +238,10 @@ class Emulator::Impl {
     // (when auth is required), checked before the rate limit and faults.
     auto auth_route = internal::resolve_auth_route(req, *segments, auth_.metadata_server());
     std::optional<internal::Route> route;
-    if (!auth_route) {
+    // S3 (path-style /bucket/key) owns every path that is not GCS's, auth's or control's.
+    std::optional<internal::S3Route> s3_route;
+    if (!auth_route) s3_route = internal::resolve_s3_route(req, *segments);
+    if (!auth_route && !s3_route) {
       route = internal::resolve_route(req, *segments);
       if (!route) {
         // The path only: a query may carry credentials (access_token=...).
@@ -247,25 +253,45 @@ class Emulator::Impl {
                        {}, res);
       }
     }
-    const std::string& operation = auth_route ? auth_route->operation : route->operation;
+    const std::string& operation = auth_route ? auth_route->operation
+                                   : s3_route ? s3_route->operation
+                                              : route->operation;
     control_.count(operation);
     if (route && !auth_.authorized(req)) {
       return deliver(internal::Auth::unauthorized_reply(), {}, res);
+    }
+    if (s3_route) {
+      if (auto denied = s3_.authenticate(req)) return deliver(*std::move(denied), {}, res);
     }
     const bool admitted = control_.admit();
     const CloudModel model = control_.model();
     if (!control_.sleep_for(model.first_byte_latency)) return drop(req, res);
     if (!admitted) {
-      return deliver(internal::error_reply(429, "The rate of requests exceeds the limit"), {}, res);
+      // S3 says "slow down" with a 503.
+      return deliver(s3_route
+                         ? internal::s3_error_reply(503, "SlowDown",
+                                                    "Please reduce your "
+                                                    "request rate.")
+                         : internal::error_reply(429, "The rate of requests exceeds the limit"),
+                     {}, res);
     }
     std::optional<Fault> fault = control_.take(operation);
     if (fault && fault->kind == Fault::Kind::kStatus) {
+      if (s3_route) {
+        const int status = fault->http_status;
+        const char* code = status == 503   ? "SlowDown"
+                           : status >= 500 ? "InternalError"
+                           : status == 403 ? "AccessDenied"
+                                           : "InvalidRequest";
+        return deliver(internal::s3_error_reply(status, code, "Injected fault"), {}, res);
+      }
       return deliver(internal::error_reply(fault->http_status, "Injected fault"), {}, res);
     }
     if (fault && fault->kind == Fault::Kind::kReset) return drop(req, res);
     if (auth_route) {
       return deliver(auth_.execute(*auth_route, req, token_uri(), default_email()), fault, res);
     }
+    if (s3_route) return deliver(s3_.execute(*s3_route, req), fault, res);
     deliver(service_->execute(*route, req), fault, res);
   }
 
@@ -374,6 +400,7 @@ class Emulator::Impl {
   internal::Uploads uploads_;
   internal::Control control_;
   internal::Auth auth_;
+  internal::S3Service s3_;
   std::unique_ptr<internal::ObjectService> service_;
   httplib::Server server_;
   std::thread thread_;
@@ -437,6 +464,7 @@ std::uint64_t Emulator::request_count(const std::string& operation) const {
 void Emulator::reset_counters() { impl_->control_.reset_counters(); }
 
 void Emulator::set_auth(AuthConfig auth) { impl_->auth_.set_config(std::move(auth)); }
+void Emulator::set_s3(S3Config s3) { impl_->s3_.set_config(std::move(s3)); }
 std::string Emulator::token_uri() const { return impl_->token_uri(); }
 void Emulator::expire_tokens() { impl_->auth_.expire_tokens(); }
 

@@ -76,6 +76,14 @@ struct AuthConfig {
   absl::Duration token_lifetime = absl::Hours(1);  // expires_in of issued tokens
 };
 
+// The S3 API, served path-style (/bucket/key) on the same port; see s3_routes.h.
+struct S3Config {
+  // Access key id → secret. Requests signed with SigV4 must use one of these, with the right
+  // secret (else 403 InvalidAccessKeyId / SignatureDoesNotMatch).
+  std::map<std::string, std::string> access_keys;
+  bool allow_anonymous = true;  // serve unsigned requests (public-bucket access)
+};
+
 struct EmulatorOptions {
   std::string host = "127.0.0.1";  // loopback only: anything else is refused
   int port = 0;                    // 0 = a free port
@@ -85,6 +93,7 @@ struct EmulatorOptions {
   std::string project = "test-project";
   std::uint64_t max_object_bytes = 8ull << 30;  // larger uploads get 413
   AuthConfig auth;
+  S3Config s3;
 };
 
 struct ObjectInfo {
@@ -101,6 +110,9 @@ struct ObjectInfo {
 //   objects.list objects.get (metadata) objects.media (alt=media) objects.insert (media,
 //   multipart, and resumable session start) objects.upload (resumable chunk PUT and status
 //   query) objects.compose objects.copy objects.rewrite objects.delete objects.patch
+//   S3: s3.list_buckets s3.create_bucket s3.head_bucket s3.delete_bucket s3.list
+//   s3.delete_objects s3.get s3.head s3.put s3.copy s3.delete s3.create_multipart
+//   s3.upload_part s3.complete_multipart s3.abort_multipart
 class Emulator {
  public:
   static absl::StatusOr<std::unique_ptr<Emulator>> start(EmulatorOptions options);
@@ -125,6 +137,8 @@ class Emulator {
 
   // Authentication mode (see AuthConfig); replaceable while running.
   void set_auth(AuthConfig auth);
+  // S3 access keys and anonymous access (see S3Config); replaceable while running.
+  void set_s3(S3Config s3);
   std::string token_uri() const;  // endpoint() + "/token"
   // Every token issued so far stops being accepted (as if they all expired now).
   void expire_tokens();

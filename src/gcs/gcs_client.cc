@@ -39,14 +39,6 @@ ResolvedEndpoint resolve_endpoint(const std::string& option, const char* emulato
   return out;
 }
 
-bool same_transport_options(const TransportOptions& a, const TransportOptions& b) {
-  return a.max_requests_in_flight == b.max_requests_in_flight &&
-         a.max_bytes_in_flight == b.max_bytes_in_flight &&
-         a.max_connections_per_host == b.max_connections_per_host && a.threads == b.threads &&
-         a.connect_timeout == b.connect_timeout && a.stall_timeout == b.stall_timeout &&
-         a.request_timeout == b.request_timeout;
-}
-
 absl::StatusOr<std::shared_ptr<GcsClient>> GcsClient::create(GcsOptions options) {
   ResolvedEndpoint endpoint =
       resolve_endpoint(options.endpoint, std::getenv("STORAGE_EMULATOR_HOST"));

@@ -33,9 +33,6 @@ struct ResolvedEndpoint {
 // "http://" is added when it has no scheme), else Google's endpoint.
 ResolvedEndpoint resolve_endpoint(const std::string& option, const char* emulator_host);
 
-// Whether two TransportOptions are the same, to decide whether the shared transport will do.
-bool same_transport_options(const TransportOptions& a, const TransportOptions& b);
-
 class GcsClient {
  public:
   static absl::StatusOr<std::shared_ptr<GcsClient>> create(GcsOptions options);

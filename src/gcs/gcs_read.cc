@@ -32,17 +32,6 @@ std::string crc_text(std::uint32_t crc) {
 
 }  // namespace
 
-std::optional<std::string> read_range_header(std::uint64_t offset,
-                                             std::optional<std::uint64_t> length,
-                                             std::uint64_t delivered) {
-  std::uint64_t first = offset + delivered;
-  if (!length) {
-    if (first == 0) return std::nullopt;
-    return absl::StrCat("bytes=", first, "-");
-  }
-  return absl::StrCat("bytes=", first, "-", offset + *length - 1);
-}
-
 std::optional<std::uint32_t> crc32c_from_hash_headers(const std::vector<std::string>& values) {
   for (const auto& value : values) {
     for (absl::string_view part : absl::StrSplit(value, ',')) {
@@ -53,12 +42,6 @@ std::optional<std::uint32_t> crc32c_from_hash_headers(const std::vector<std::str
     }
   }
   return std::nullopt;
-}
-
-std::optional<std::uint64_t> total_from_content_range(std::string_view value) {
-  auto slash = value.rfind('/');
-  if (slash == std::string_view::npos) return std::nullopt;
-  return parse_u64(value.substr(slash + 1));
 }
 
 void ReadOperation::start(std::shared_ptr<GcsClient> client, const ReadObjectRequest& request,

@@ -19,23 +19,14 @@
 #include <string_view>
 #include <vector>
 
+#include "core/byte_range.h"
 #include "dataflux/object_store.h"
 #include "gcs/gcs_client.h"
 
 namespace dataflux::internal {
 
-// The Range header value for an attempt that has already delivered `delivered` bytes of
-// [offset, offset + length): nullopt when the whole object is wanted from the start (no header).
-// Requires length, when given, to be > delivered.
-std::optional<std::string> read_range_header(std::uint64_t offset,
-                                             std::optional<std::uint64_t> length,
-                                             std::uint64_t delivered);
-
 // The crc32c in x-goog-hash values ("crc32c=AAAAAA==,md5=..." or one per header line).
 std::optional<std::uint32_t> crc32c_from_hash_headers(const std::vector<std::string>& values);
-
-// "bytes a-b/T" or "bytes */T" (Content-Range): the total T, when given.
-std::optional<std::uint64_t> total_from_content_range(std::string_view value);
 
 // Where a read's bytes go: a caller's buffer or a sink.
 struct ReadTarget {

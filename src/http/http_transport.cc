@@ -282,4 +282,12 @@ const TransportOptions& HttpTransport::options() const { return impl_->options()
 
 HttpTransport::Stats HttpTransport::stats() const { return impl_->stats(); }
 
+bool same_transport_options(const TransportOptions& a, const TransportOptions& b) {
+  return a.max_requests_in_flight == b.max_requests_in_flight &&
+         a.max_bytes_in_flight == b.max_bytes_in_flight &&
+         a.max_connections_per_host == b.max_connections_per_host && a.threads == b.threads &&
+         a.connect_timeout == b.connect_timeout && a.stall_timeout == b.stall_timeout &&
+         a.request_timeout == b.request_timeout;
+}
+
 }  // namespace dataflux::internal

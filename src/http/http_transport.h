@@ -74,6 +74,9 @@ struct HttpResponse {
   std::vector<std::string> header_values(std::string_view name) const;
 };
 
+// Whether two TransportOptions are the same, to decide whether the shared transport will do.
+bool same_transport_options(const TransportOptions& a, const TransportOptions& b);
+
 class HttpTransport {
  public:
   using Callback = std::function<void(HttpResponse)>;

@@ -1,7 +1,12 @@
 #include "dataflux/open_store.h"
 
+#include <map>
 #include <mutex>
+#include <tuple>
+
 #include "absl/strings/str_cat.h"
+#include "http/http_transport.h"
+#include "s3/s3_config.h"
 
 namespace dataflux {
 namespace {
@@ -18,6 +23,37 @@ absl::StatusOr<std::shared_ptr<ObjectStore>> default_gcs_store() {
     *store = *std::move(created);
   }
   return *store;
+}
+
+// One S3 store per resolved endpoint, region and credentials, for options that only name
+// those (the common case), so datasets and checkpoints share connections; tests that point
+// AWS_ENDPOINT_URL at different emulators get different stores.
+absl::StatusOr<std::shared_ptr<ObjectStore>> shared_s3_store(const S3Options& options) {
+  const S3Options defaults;
+  const bool cacheable = options.user_agent_suffix.empty() &&
+                         options.retry.max_attempts == defaults.retry.max_attempts &&
+                         options.retry.deadline == defaults.retry.deadline &&
+                         internal::same_transport_options(options.transport, defaults.transport);
+  if (!cacheable) {
+    auto store = make_s3_store(options);
+    if (!store.ok()) return store.status();
+    return std::shared_ptr<ObjectStore>(*std::move(store));
+  }
+  auto config = internal::resolve_s3_config(options, internal::process_environment());
+  if (!config.ok()) return config.status();
+  const auto& c = config->credentials;
+  auto key = std::make_tuple(config->endpoint, config->region, static_cast<int>(config->addressing),
+                             c.anonymous, c.access_key_id, c.secret_access_key, c.session_token);
+  static std::mutex mu;
+  static auto* stores = new std::map<decltype(key), std::shared_ptr<ObjectStore>>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = (*stores)[key];
+  if (!slot) {
+    auto store = make_s3_store(options);
+    if (!store.ok()) return store.status();
+    slot = *std::move(store);
+  }
+  return slot;
 }
 
 }  // namespace
@@ -37,9 +73,14 @@ absl::StatusOr<std::shared_ptr<ObjectStore>> open_store(const StorageUrl& url,
     }
     case Scheme::kFile:
       return make_local_store("/", options.local);
-    case Scheme::kS3:
-      return absl::UnimplementedError(
-          absl::StrCat("cannot open ", url.to_string(), ": the s3:// backend is not built yet"));
+    case Scheme::kS3: {
+      auto store = shared_s3_store(options.s3);
+      if (!store.ok()) {
+        return absl::Status(store.status().code(), absl::StrCat("cannot open ", url.to_string(),
+                                                                ": ", store.status().message()));
+      }
+      return store;
+    }
   }
   return absl::InvalidArgumentError("unknown URL scheme");
 }
