@@ -163,6 +163,11 @@ void internal::load_checked(const std::string& url, const std::function<void()>&
 
 bool CheckpointIO::remove(const std::string& url) const {
   Target t = resolve_object(url, options_);
+  // S3 answers a delete of a missing key with success, so ask first: every backend then says
+  // the same thing.
+  auto meta = t.store->get_object_metadata(t.url.bucket, t.url.object);
+  if (meta.status().code() == absl::StatusCode::kNotFound) return false;
+  throw_if_error(meta.status());
   DeleteObjectRequest request;
   request.bucket = t.url.bucket;
   request.object = t.url.object;

@@ -1,5 +1,5 @@
-// dataflux::save / load, CheckpointIO and AsyncCheckpointer on gs:// (the emulator) and
-// file://: bit-exact model and optimizer round trips, faults, corruption, atomic publish.
+// dataflux::save / load, CheckpointIO and AsyncCheckpointer on gs:// and s3:// (the emulator)
+// and file://: bit-exact model and optimizer round trips, faults, corruption, atomic publish.
 #include "dataflux/checkpoint.h"
 
 #include <fcntl.h>
@@ -17,6 +17,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "backends.h"
 #include "dataflux/gcs.h"
 #include "emulator/emulator.h"
 
@@ -63,6 +64,7 @@ class CheckpointTest : public ::testing::TestWithParam<std::string> {
     emu_dir_ = mkdtemp(tmpl);
     emulator::EmulatorOptions options;
     options.storage_dir = emu_dir_;  // so a test can corrupt stored bytes
+    testing::enable_test_s3(options);
     emu_ = emulator::Emulator::start(options).value().release();
   }
   static void TearDownTestSuite() {
@@ -70,6 +72,8 @@ class CheckpointTest : public ::testing::TestWithParam<std::string> {
     std::filesystem::remove_all(emu_dir_);
   }
   bool gcs() const { return GetParam() == "gcs"; }
+  bool s3() const { return GetParam() == "s3"; }
+  bool emulated() const { return GetParam() != "local"; }
 
   void SetUp() override {
     emu_->clear_faults();
@@ -88,6 +92,11 @@ class CheckpointTest : public ::testing::TestWithParam<std::string> {
       g.retry.initial_backoff = std::chrono::milliseconds(1);
       g.retry.max_backoff = std::chrono::milliseconds(5);
       options_.store = make_gcs_store(g).value();
+    } else if (s3()) {
+      static std::atomic<int> counter{0};
+      bucket_ = "ckpt3-" + std::to_string(counter++);
+      ASSERT_TRUE(emu_->create_bucket(bucket_).ok());
+      options_.store = make_s3_store(testing::test_s3_options(*emu_, 4)).value();
     } else {
       char tmpl[] = "/tmp/dataflux-ckpt-XXXXXX";
       dir_ = mkdtemp(tmpl);
@@ -98,12 +107,14 @@ class CheckpointTest : public ::testing::TestWithParam<std::string> {
   }
 
   std::string url(const std::string& name) const {
-    return gcs() ? "gs://" + bucket_ + "/" + name : "file://" + dir_ + "/" + name;
+    if (gcs()) return "gs://" + bucket_ + "/" + name;
+    if (s3()) return "s3://" + bucket_ + "/" + name;
+    return "file://" + dir_ + "/" + name;
   }
   // Every stored name (local: every file, temporary ones included).
   std::vector<std::string> all_names() const {
     std::vector<std::string> names;
-    if (gcs()) {
+    if (emulated()) {
       for (const auto& o : emu_->list_objects(bucket_)) names.push_back(o.name);
     } else {
       for (const auto& e : std::filesystem::recursive_directory_iterator(dir_)) {
@@ -115,7 +126,7 @@ class CheckpointTest : public ::testing::TestWithParam<std::string> {
   // Flips one stored byte, keeping size and mtime (bit rot). False when it cannot.
   bool corrupt(const std::string& name, std::size_t at) {
     std::string path = dir_ + "/" + name;
-    if (gcs()) {  // the emulator's file holding exactly these bytes
+    if (emulated()) {  // the emulator's file holding exactly these bytes
       const std::string data = emu_->get_object_data(bucket_, name).value();
       path.clear();
       for (const auto& e : std::filesystem::directory_iterator(emu_dir_)) {
@@ -191,12 +202,12 @@ TEST_P(CheckpointTest, ACorruptedCheckpointFailsWithDataLoss) {
   auto model = make_model(1);
   save(model, url("bad.pt"), options_);
   if (!corrupt("bad.pt", 100000)) GTEST_SKIP() << "cannot corrupt the stored file here";
-  auto store = gcs() ? options_.store : open_store(url("bad.pt")).value();
+  auto store = emulated() ? options_.store : open_store(url("bad.pt")).value();
   auto restored = make_model(2);
   try {
     load(restored, url("bad.pt"), options_);
     // Only a store that keeps no checksum (a filesystem without user xattrs) gets here.
-    EXPECT_FALSE(gcs());
+    EXPECT_FALSE(emulated());
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), absl::StatusCode::kDataLoss) << e.what();
     EXPECT_THAT(e.what(), HasSubstr("bad.pt"));
@@ -272,7 +283,7 @@ TEST_P(CheckpointTest, AsyncSaveSnapshotsSoTrainingMayMutateAtOnce) {
   expect_same_parameters(model, restored);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, CheckpointTest, ::testing::Values("gcs", "local"),
+INSTANTIATE_TEST_SUITE_P(Backends, CheckpointTest, ::testing::Values("gcs", "local", "s3"),
                          [](const auto& info) { return info.param; });
 
 class CheckpointFaultTest : public CheckpointTest {};

@@ -1,5 +1,5 @@
 // MapDataset and StreamingDataset through libtorch's DataLoaders, on the embedded default
-// (file://) and on GCS (the emulator): byte-exact samples, no loss or duplicate, faults,
+// (file://) and on GCS and S3 (the emulator): byte-exact samples, no loss or duplicate, faults,
 // composites always deleted, partitioning, and exact resume.
 #include "dataflux/dataset.h"
 
@@ -23,6 +23,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "backends.h"
 #include "dataflux/gcs.h"
 #include "dataflux/local.h"
 #include "emulator/emulator.h"
@@ -48,6 +49,7 @@ class DatasetTest : public ::testing::TestWithParam<std::string> {
   static void SetUpTestSuite() {
     emulator::EmulatorOptions options;
     options.threads = 128;
+    testing::enable_test_s3(options);
     emu_ = emulator::Emulator::start(options).value().release();
   }
   static void TearDownTestSuite() {
@@ -70,6 +72,12 @@ class DatasetTest : public ::testing::TestWithParam<std::string> {
       options.transport.connect_timeout = std::chrono::seconds(5);  // its own transport
       store_ = make_gcs_store(options).value();
       url_ = "gs://" + bucket_ + "/data/";
+    } else if (GetParam() == "s3") {
+      static std::atomic<int> counter{0};
+      bucket_ = "ds3-" + std::to_string(counter++);
+      ASSERT_TRUE(emu_->create_bucket(bucket_).ok());
+      store_ = make_s3_store(testing::test_s3_options(*emu_, 6)).value();
+      url_ = "s3://" + bucket_ + "/data/";
     } else {
       char tmpl[] = "/tmp/dataflux_dataset_XXXXXX";
       ASSERT_NE(mkdtemp(tmpl), nullptr);
@@ -85,6 +93,7 @@ class DatasetTest : public ::testing::TestWithParam<std::string> {
   }
 
   bool gcs() const { return GetParam() == "gcs"; }
+  bool emulated() const { return GetParam() != "local"; }
 
   // `count` objects data/00000... of 0..max_size bytes; their bytes in name order.
   std::vector<std::string> put_many(int count, std::size_t max_size) {
@@ -102,10 +111,10 @@ class DatasetTest : public ::testing::TestWithParam<std::string> {
     return out;
   }
 
-  // Options that reach this test's store: the emulator for gs://; open_store for file://.
+  // Options that reach this test's store: the emulator for gs:// and s3://; open_store for file://.
   DatasetOptions options() const {
     DatasetOptions o;
-    if (gcs()) o.store(store_);
+    if (emulated()) o.store(store_);
     return o;
   }
 
@@ -337,7 +346,7 @@ TEST_P(DatasetTest, LoadRefusesAStateFromAnotherPartition) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, DatasetTest, ::testing::Values("local", "gcs"));
+INSTANTIATE_TEST_SUITE_P(Backends, DatasetTest, ::testing::Values("local", "gcs", "s3"));
 
 // GCS only: faults and compose temporaries.
 class DatasetGcsTest : public DatasetTest {};
