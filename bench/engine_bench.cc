@@ -122,7 +122,9 @@ std::shared_ptr<dataflux::ObjectStore> make_setup_store(const Args& a) {
   options.addressing = dataflux::S3Addressing::kPath;
   auto store = dataflux::make_s3_store(options);
   if (!store.ok()) die(std::string(store.status().message()));
-  (void)(*store)->create_bucket(a.bucket);
+  auto created = (*store)->create_bucket(a.bucket);
+  if (!created.ok() && created.code() != absl::StatusCode::kAlreadyExists)
+    std::cerr << "create_bucket " << a.bucket << ": " << created << "\n";
   return *store;
 }
 

@@ -22,6 +22,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 
 import boto3
 import botocore.config
@@ -115,6 +116,8 @@ def main():
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--batch", type=int, default=32)
     args = parser.parse_args()
+    # torch warns when workers outnumber cores (4 on a 2-core runner); the count is the point.
+    warnings.filterwarnings("ignore", message="This DataLoader will create")
 
     sizes = {}
     pages = make_client(args.endpoint).get_paginator("list_objects_v2")
