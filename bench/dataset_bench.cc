@@ -2,8 +2,11 @@
 // so peak RSS is per variant): one epoch through libtorch's DataLoader.
 //
 //   dataflux_bench_datasets --endpoint URL --bucket B --prefix P --variant V
-//                           [--workers 4] [--batch 32]
+//                           [--workers 4] [--batch 32] [--s3]
 //
+//   --s3:        read s3://B/P through our S3 store at URL (path-style, SigV4) instead of
+//                gs://; credentials and region from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /
+//                AWS_REGION (the `s3-small-objects` scenario).
 //   blocking:    the baseline a user writes by hand: a torch Dataset whose get() does one
 //                blocking GET per sample (sizes from the listing, as ours), stateless loader.
 //   map:         dataflux::MapDataset, compose off, stateless loader.
@@ -24,6 +27,7 @@
 
 #include "dataflux/dataset.h"
 #include "dataflux/gcs.h"
+#include "dataflux/s3.h"
 #include "engine/dataset_listing.h"
 
 namespace {
@@ -31,6 +35,7 @@ namespace {
 struct Args {
   std::string endpoint, bucket = "bench", prefix, variant = "map";
   std::size_t workers = 4, batch = 32;
+  bool s3 = false;
 };
 
 [[noreturn]] void die(const std::string& message) {
@@ -42,6 +47,10 @@ Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
     std::string k = argv[i];
+    if (k == "--s3") {
+      a.s3 = true;
+      continue;
+    }
     if (i + 1 >= argc) die("missing value for " + k);
     std::string v = argv[++i];
     if (k == "--endpoint")
@@ -105,18 +114,32 @@ void drain(Loader& loader, std::size_t* samples, std::uint64_t* bytes) {
   }
 }
 
+// The store the run reads through, and the URL scheme that goes with it.
+std::shared_ptr<dataflux::ObjectStore> open_bench_store(const Args& a, std::string* scheme) {
+  if (a.s3) {
+    dataflux::S3Options s3;
+    s3.endpoint = a.endpoint;
+    s3.addressing = dataflux::S3Addressing::kPath;
+    *scheme = "s3://";
+    return dataflux::make_s3_store(s3).value();
+  }
+  dataflux::GcsOptions gcs;
+  gcs.endpoint = a.endpoint;
+  *scheme = "gs://";
+  return dataflux::make_gcs_store(gcs).value();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
   Args a = parse(argc, argv);
-  dataflux::GcsOptions gcs;
-  gcs.endpoint = a.endpoint;
-  std::shared_ptr<dataflux::ObjectStore> store = dataflux::make_gcs_store(gcs).value();
+  std::string scheme;
+  std::shared_ptr<dataflux::ObjectStore> store = open_bench_store(a, &scheme);
   auto objects = dataflux::value_or_throw(
       dataflux::internal::list_dataset_objects(*store, a.bucket, a.prefix));
   std::uint64_t expected_bytes = 0;
   for (const auto& o : objects) expected_bytes += o.size;
-  const std::string url = "gs://" + a.bucket + "/" + a.prefix;
+  const std::string url = scheme + a.bucket + "/" + a.prefix;
   auto options = dataflux::DatasetOptions().store(store);
   auto loader_options = torch::data::DataLoaderOptions(a.batch).workers(a.workers);
 

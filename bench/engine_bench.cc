@@ -2,12 +2,15 @@
 // peak RSS is per variant).
 //
 //   dataflux_bench_engine --endpoint URL --bucket B --prefix P --setup --count N --size BYTES
+//                         [--s3]
 //   dataflux_bench_engine --endpoint URL --bucket B --prefix P --variant engine|curl [--range-mib
 //   R]
 //
 // --setup uploads N objects of BYTES random bytes with the emulator's cloud model switched
-// off (and restores it). A run lists the prefix (untimed), fetches every object, checks sizes
-// (and, for the engine, CRC32C), and prints one JSON line with its measurements.
+// off (and restores it); with --s3 it uploads through our S3 store instead (path-style, SigV4,
+// credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY). A run lists the prefix (untimed),
+// fetches every object, checks sizes (and, for the engine, CRC32C), and prints one JSON line with
+// its measurements.
 //   engine: every object (or every R MiB range of it) as an asynchronous read on the
 //           libcurl-multi transport, all in flight at once within the transport's limits.
 //   curl:   what a user writes by hand: one blocking curl_easy GET at a time, one reused
@@ -30,6 +33,7 @@
 
 #include "dataflux/crc32c.h"
 #include "dataflux/gcs.h"
+#include "dataflux/s3.h"
 #include "http/http_transport.h"
 
 namespace {
@@ -39,6 +43,7 @@ using Clock = std::chrono::steady_clock;
 struct Args {
   std::string endpoint, bucket = "bench", prefix = "engine/", variant = "engine";
   bool setup = false;
+  bool s3 = false;  // --setup through the S3 API
   int count = 0;
   std::uint64_t size = 0;
   std::uint64_t range_mib = 16;
@@ -68,6 +73,8 @@ Args parse(int argc, char** argv) {
       a.variant = value();
     else if (k == "--setup")
       a.setup = true;
+    else if (k == "--s3")
+      a.s3 = true;
     else if (k == "--count")
       a.count = std::stoi(value());
     else if (k == "--size")
@@ -80,6 +87,7 @@ Args parse(int argc, char** argv) {
       die("unknown argument " + k);
   }
   if (a.endpoint.empty()) die("--endpoint is required");
+  if (a.s3 && !a.setup) die("--s3 goes with --setup");
   return a;
 }
 
@@ -102,9 +110,26 @@ std::shared_ptr<dataflux::GcsStore> make_store(const Args& a) {
   return *store;
 }
 
+// The store --setup writes through (and creates the bucket in; it may exist already).
+std::shared_ptr<dataflux::ObjectStore> make_setup_store(const Args& a) {
+  if (!a.s3) {
+    auto store = make_store(a);
+    (void)store->create_bucket(a.bucket);
+    return store;
+  }
+  dataflux::S3Options options;
+  options.endpoint = a.endpoint;
+  options.addressing = dataflux::S3Addressing::kPath;
+  auto store = dataflux::make_s3_store(options);
+  if (!store.ok()) die(std::string(store.status().message()));
+  auto created = (*store)->create_bucket(a.bucket);
+  if (!created.ok() && created.code() != absl::StatusCode::kAlreadyExists)
+    std::cerr << "create_bucket " << a.bucket << ": " << created << "\n";
+  return *store;
+}
+
 int setup(const Args& a) {
-  auto store = make_store(a);
-  (void)store->create_bucket(a.bucket);  // may exist already
+  auto store = make_setup_store(a);
   set_model(a, "0", "0");
   std::atomic<int> next{0};
   std::atomic<bool> failed{false};

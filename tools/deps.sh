@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(cmake ninja-build g++ libtorch-dev libcurl4-openssl-dev libssl-dev libabsl-dev
           rapidjson-dev libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev
-          python3-crc32c clang-format libexpat1-dev python3-boto3)
+          python3-crc32c clang-format libexpat1-dev python3-boto3 python3-torch)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
