@@ -23,7 +23,8 @@ struct StoreOptions {
   LocalOptions local;
 };
 
-// gs:// → a GCS store (one per options, shared between calls with default options);
+// gs:// → a GCS store, shared between calls whose GcsOptions are equal in every field (the
+// resolved endpoint, credentials, auth, retry and transport settings included);
 // file:// and paths → a local store rooted at "/"; s3:// → Unimplemented until that backend.
 absl::StatusOr<std::shared_ptr<ObjectStore>> open_store(const StorageUrl& url,
                                                         const StoreOptions& options = {});
