@@ -2,7 +2,7 @@
 // so peak RSS is per variant): one epoch through libtorch's DataLoader.
 //
 //   dataflux_bench_datasets --endpoint URL --bucket B --prefix P --variant V
-//                           [--workers 4] [--batch 32] [--s3]
+//                           [--workers 4] [--batch 32] [--concurrency N] [--prefetch N] [--s3]
 //
 //   --s3:        read s3://B/P through our S3 store at URL (path-style, SigV4) instead of
 //                gs://; credentials and region from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /
@@ -12,10 +12,14 @@
 //   map:         dataflux::MapDataset, compose off, stateless loader.
 //   map-compose: dataflux::MapDataset, every eligible batch composed (force_compose).
 //   streaming:   dataflux::StreamingDataset, stateful loader.
-// Each checks that every sample arrived with its listed size, and prints one JSON line.
+// The timer covers the epoch only: every variant lists (or is given the listing) before it
+// starts, so listing time is reported apart as setup_s. --concurrency / --prefetch override
+// the DatasetOptions defaults (0 = default) for experiments. Each checks that every sample
+// arrived with its listed size, and prints one JSON line (wall_s, cpu_s, first_batch_s...).
 #include <sys/resource.h>
 #include <torch/data/dataloader.h>
 #include <torch/data/datasets/base.h>
+#include <torch/data/datasets/shared.h>
 #include <torch/data/samplers/sequential.h>
 
 #include <ATen/ops/empty.h>
@@ -24,6 +28,7 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <type_traits>
 
 #include "dataflux/dataset.h"
 #include "dataflux/gcs.h"
@@ -34,7 +39,8 @@ namespace {
 
 struct Args {
   std::string endpoint, bucket = "bench", prefix, variant = "map";
-  std::size_t workers = 4, batch = 32;
+  std::size_t workers = 4, batch = 32, concurrency = 0, prefetch = 0;
+  bool prefetch_set = false;
   bool s3 = false;
 };
 
@@ -65,7 +71,12 @@ Args parse(int argc, char** argv) {
       a.workers = std::stoul(v);
     else if (k == "--batch")
       a.batch = std::stoul(v);
-    else
+    else if (k == "--concurrency")
+      a.concurrency = std::stoul(v);
+    else if (k == "--prefetch") {
+      a.prefetch = std::stoul(v);
+      a.prefetch_set = true;
+    } else
       die("unknown argument " + k);
   }
   if (a.endpoint.empty()) die("--endpoint is required");
@@ -104,12 +115,33 @@ double peak_rss_mb() {
   return ru.ru_maxrss / 1024.0;
 }
 
+double cpu_s() {
+  rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+         (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+struct Epoch {
+  std::size_t samples = 0;
+  std::uint64_t bytes = 0;
+  double first_batch_s = 0;
+};
+
+// One epoch; the timer starts when the loader is made (its workers start), as a training loop's
+// epoch would.
 template <typename Loader>
-void drain(Loader& loader, std::size_t* samples, std::uint64_t* bytes) {
+void drain(Loader& loader, Clock::time_point t0, Epoch* epoch) {
   for (auto& batch : *loader) {
+    if (epoch->samples == 0) epoch->first_batch_s = seconds_since(t0);
     for (auto& example : batch) {
-      ++*samples;
-      *bytes += static_cast<std::uint64_t>(example.data.numel());
+      ++epoch->samples;
+      epoch->bytes += static_cast<std::uint64_t>(example.data.numel());
     }
   }
 }
@@ -143,33 +175,58 @@ int main(int argc, char** argv) try {
   auto options = dataflux::DatasetOptions().store(store);
   auto loader_options = torch::data::DataLoaderOptions(a.batch).workers(a.workers);
 
-  std::size_t samples = 0;
-  std::uint64_t bytes = 0;
-  auto t0 = std::chrono::steady_clock::now();
+  if (a.concurrency != 0) options.concurrency(a.concurrency);
+  if (a.prefetch_set) options.prefetch(a.prefetch);
+
+  Epoch epoch;
+  double setup_s = 0, wall = 0, cpu0 = 0;
+  std::uint64_t reads = 0;  // read requests (objects read twice show up here)
+  auto run_epoch = [&](auto dataset) {
+    auto loader = [&] {
+      if constexpr (std::decay_t<decltype(dataset)>::is_stateful) {
+        return torch::data::make_data_loader(std::move(dataset), loader_options);
+      } else {
+        return torch::data::make_data_loader<torch::data::samplers::SequentialSampler>(
+            std::move(dataset), loader_options);
+      }
+    };
+    cpu0 = cpu_s();
+    auto t0 = Clock::now();
+    auto l = loader();
+    drain(l, t0, &epoch);
+    wall = seconds_since(t0);
+  };
+  auto s0 = Clock::now();
   if (a.variant == "blocking") {
-    auto loader = torch::data::make_data_loader<torch::data::samplers::SequentialSampler>(
-        BlockingDataset(store, a.bucket, objects), loader_options);
-    drain(loader, &samples, &bytes);
+    run_epoch(BlockingDataset(store, a.bucket, objects));
   } else if (a.variant == "map" || a.variant == "map-compose") {
     options.disable_compose(a.variant == "map").force_compose(a.variant == "map-compose");
-    auto loader = torch::data::make_data_loader<torch::data::samplers::SequentialSampler>(
-        dataflux::MapDataset(url, options), loader_options);
-    drain(loader, &samples, &bytes);
+    dataflux::MapDataset data(url, options);
+    setup_s = seconds_since(s0);
+    run_epoch(data);
+    reads = data.fetch_stats().direct_reads + data.fetch_stats().composes;
   } else if (a.variant == "streaming") {
-    auto loader =
-        torch::data::make_data_loader(dataflux::StreamingDataset(url, options), loader_options);
-    drain(loader, &samples, &bytes);
+    auto data =
+        torch::data::datasets::make_shared_dataset<dataflux::StreamingDataset>(url, options);
+    setup_s = seconds_since(s0);
+    run_epoch(data);
+    reads = data->fetch_stats().direct_reads + data->fetch_stats().composes;
   } else {
     die("unknown variant " + a.variant);
   }
-  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double cpu = cpu_s() - cpu0;
+  const std::size_t samples = epoch.samples;
+  const std::uint64_t bytes = epoch.bytes;
   if (samples != objects.size() || bytes != expected_bytes) {
     die("got " + std::to_string(samples) + " samples / " + std::to_string(bytes) +
         " bytes, expected " + std::to_string(objects.size()) + " / " +
         std::to_string(expected_bytes));
   }
-  std::printf("{\"objects\": %zu, \"bytes\": %llu, \"wall_s\": %.4f, \"peak_rss_mb\": %.1f}\n",
-              samples, static_cast<unsigned long long>(bytes), wall, peak_rss_mb());
+  std::printf(
+      "{\"objects\": %zu, \"bytes\": %llu, \"wall_s\": %.4f, \"peak_rss_mb\": %.1f, "
+      "\"cpu_s\": %.3f, \"setup_s\": %.4f, \"first_batch_s\": %.4f, \"reads\": %llu}\n",
+      samples, static_cast<unsigned long long>(bytes), wall, peak_rss_mb(), cpu, setup_s,
+      epoch.first_batch_s, static_cast<unsigned long long>(reads));
   return 0;
 } catch (const std::exception& e) {
   std::cerr << "dataflux_bench_datasets: " << e.what() << "\n";

@@ -51,17 +51,26 @@ struct DatasetOptions {
   TORCH_ARG(std::uint64_t, max_composite_object_size) = 100'000'000;
   // Never compose (needed for read-only buckets, where compose would be refused anyway).
   TORCH_ARG(bool, disable_compose) = false;
-  // Compose every eligible batch, even where the pay-off rule says it does not pay.
+  // Compose every eligible batch, even where the pay-off rule says it does not pay. With the
+  // defaults the rule never composes a dataset's fetches (see FetchOptions::min_compose_sources):
+  // set this where requests, not latency or bytes, are the limit (a 429-ing bucket).
   TORCH_ARG(bool, force_compose) = false;
   // Workers of the parallel lister; 0 = its default. (The listing is sequential for now.)
   TORCH_ARG(int, listing_workers) = 0;
   // Retries per storage operation, when the dataset opens its own store (not with store()).
   TORCH_ARG(RetryOptions, retry) = {};
-  // Reads in flight at once, over all DataLoader workers of this dataset.
-  TORCH_ARG(std::size_t, concurrency) = 64;
+  // Reads in flight at once, over all DataLoader workers and the read-ahead of this dataset
+  // (and its copies). Size it so workers x batch size fit with room to read ahead: a worker
+  // waits for its batch's slowest read, so reads queued behind a full budget add a whole
+  // round trip. 256 = the default transport's own limit (TransportOptions).
+  TORCH_ARG(std::size_t, concurrency) = 256;
   // Bytes of reads in flight (and, for StreamingDataset, read ahead) at once.
   TORCH_ARG(std::uint64_t, max_bytes_in_flight) = 256ull << 20;
-  // StreamingDataset: objects read ahead of the consumer.
+  // Objects read ahead of the consumer (at most max_bytes_in_flight of them; 0 = none).
+  // StreamingDataset: always, along its order. MapDataset: when get_batch is asked for
+  // contiguous runs of indices (a SequentialSampler, or batches in index order), shared by all
+  // copies of the dataset, so all DataLoader workers draw on one window. With a RandomSampler
+  // the order is not visible to the dataset and nothing is read ahead.
   TORCH_ARG(std::size_t, prefetch) = 256;
   // StreamingDataset: the order is a function of (seed, epoch) only.
   TORCH_ARG(std::uint64_t, seed) = 0;
@@ -111,7 +120,8 @@ class StreamingDataset : public torch::data::datasets::StatefulDataset<Streaming
   // The next `batch_size` samples of this rank's order (fewer at the end), then nullopt for
   // every later call until reset(). Thread-safe: the stateful DataLoader calls one instance
   // from all its workers. Each batch is contiguous in the order; with DataLoader workers the
-  // batches may reach the loop out of order, so use workers(0): the dataset prefetches itself.
+  // batches may reach the loop out of order and save() counts batches the loader fetched ahead
+  // of the loop, so use workers(0) to resume exactly: the dataset prefetches itself.
   torch::optional<std::vector<torch::data::Example<>>> get_batch(size_t batch_size) override;
   // Samples this rank sees per epoch.
   torch::optional<size_t> size() const override;

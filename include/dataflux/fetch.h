@@ -52,9 +52,12 @@ struct FetchOptions {
   std::uint64_t max_composite_object_size = 100'000'000;
   bool disable_compose = false;  // forces direct reads, e.g. for read-only buckets
   int max_compose_sources = 32;  // per compose request (GCS allows 32)
-  // Pay-off: a batch costs three requests (compose, read, delete) on one stream, so it pays
-  // only when it replaces several reads that would otherwise wait for a free request slot,
-  // i.e. a fetch of more objects than max_requests_in_flight, in batches of at least this many.
+  // Pay-off: a batch costs three requests in sequence (compose, read, delete) on one stream,
+  // so it pays only when it replaces reads that would otherwise wait for a free request slot:
+  // the rule composes only in a fetch of more objects than max_requests_in_flight, in batches
+  // of at least this many. The datasets' fetches (a batch, a 32-object read-ahead chunk) fit
+  // in the default budget, so by default they never compose; force_compose is for buckets
+  // where the request rate or count is the limit (429s, per-operation cost).
   std::size_t min_compose_sources = 8;
   // Objects above this are read directly: parallel streams beat one composite stream.
   std::uint64_t max_compose_source_size = 1 << 20;

@@ -26,7 +26,8 @@ struct StoreOptions {
   S3Options s3;
 };
 
-// gs:// → a GCS store (one per options, shared between calls with default options);
+// gs:// → a GCS store, shared between calls whose GcsOptions are equal in every field (the
+// resolved endpoint, credentials, auth, retry and transport settings included);
 // file:// and paths → a local store rooted at "/"; s3:// → an S3 store (shared between calls
 // whose options and AWS_* environment resolve to the same endpoint, region and credentials).
 absl::StatusOr<std::shared_ptr<ObjectStore>> open_store(const StorageUrl& url,

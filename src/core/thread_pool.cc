@@ -42,21 +42,22 @@ void ThreadPool::work() {
   }
 }
 
-ThreadPool& ThreadPool::shared() {
-  // The pool is leaked on purpose: tasks may still run during static destruction, and in a
-  // forked child the parent's threads do not exist, so the child builds its own.
-  static std::atomic<ThreadPool*> pool{nullptr};
-  static std::atomic<pid_t> owner{0};
-  static std::mutex mu;
-  pid_t pid = getpid();
-  ThreadPool* current = pool.load(std::memory_order_acquire);
-  if (current != nullptr && owner.load(std::memory_order_acquire) == pid) return *current;
-  std::lock_guard<std::mutex> lock(mu);
-  if (pool.load() == nullptr || owner.load() != pid) {
-    pool.store(new ThreadPool(8), std::memory_order_release);
-    owner.store(pid, std::memory_order_release);
+ThreadPool& ProcessThreadPool::get() {
+  const long pid = static_cast<long>(getpid());
+  ThreadPool* current = pool_.load(std::memory_order_acquire);
+  if (current != nullptr && owner_.load(std::memory_order_acquire) == pid) return *current;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (pool_.load() == nullptr || owner_.load() != pid) {
+    // In a child, the parent's pool (and its mutex state) is abandoned, not destroyed.
+    pool_.store(new ThreadPool(threads_), std::memory_order_release);
+    owner_.store(pid, std::memory_order_release);
   }
-  return *pool.load();
+  return *pool_.load();
+}
+
+ThreadPool& ThreadPool::shared() {
+  static auto* pool = new ProcessThreadPool(8);
+  return pool->get();
 }
 
 }  // namespace dataflux::internal

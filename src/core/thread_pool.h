@@ -4,6 +4,7 @@
 #ifndef DATAFLUX_SRC_CORE_THREAD_POOL_H_
 #define DATAFLUX_SRC_CORE_THREAD_POOL_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -38,6 +39,22 @@ class ThreadPool {
   std::deque<std::function<void()>> tasks_;  // guarded by mu_
   bool stopping_ = false;                    // guarded by mu_
   std::vector<std::thread> threads_;
+};
+
+// A process-wide pool of `threads` threads, made on first use and made again in a child after
+// fork() (the parent's threads do not exist there). Declare one as a function-local static
+// for each kind of work that must not wait behind another kind (ThreadPool::shared() is one).
+// The pool itself is leaked: tasks may still run during static destruction.
+class ProcessThreadPool {
+ public:
+  explicit ProcessThreadPool(std::size_t threads) : threads_(threads) {}
+  ThreadPool& get();
+
+ private:
+  const std::size_t threads_;
+  std::atomic<ThreadPool*> pool_{nullptr};
+  std::atomic<long> owner_{0};  // the pid that made pool_
+  std::mutex mu_;
 };
 
 }  // namespace dataflux::internal

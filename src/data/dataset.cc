@@ -18,8 +18,7 @@ namespace dataflux {
 namespace internal {
 namespace {
 
-std::shared_ptr<const DatasetState> open_dataset(const std::string& url,
-                                                 const DatasetOptions& options) {
+std::shared_ptr<DatasetState> open_dataset(const std::string& url, const DatasetOptions& options) {
   DatasetConfig config;
   config.url = url;
   config.prefix = options.prefix();
@@ -37,6 +36,19 @@ std::shared_ptr<const DatasetState> open_dataset(const std::string& url,
 
 at::Tensor byte_tensor(std::uint64_t size) {
   return at::empty({static_cast<std::int64_t>(size)}, at::kByte);
+}
+
+// A uint8 tensor as a fetch buffer: the read lands in the tensor that becomes the sample.
+FetchBuffer tensor_buffer(std::uint64_t size) {
+  auto tensor = std::make_shared<at::Tensor>(byte_tensor(size));
+  FetchBuffer buffer;
+  buffer.data = static_cast<char*>(tensor->data_ptr());
+  buffer.owner = std::move(tensor);
+  return buffer;
+}
+
+const at::Tensor& buffer_tensor(const FetchBuffer& buffer) {
+  return *std::static_pointer_cast<at::Tensor>(buffer.owner);
 }
 
 torch::data::Example<> apply(const DatasetTransform& transform, at::Tensor bytes,
@@ -79,9 +91,12 @@ struct StreamCursor {
 
 // ---- MapDataset ------------------------------------------------------------------------------
 
-MapDataset::MapDataset(const std::string& url, DatasetOptions options)
-    : state_(internal::open_dataset(url, options)) {
-  // The transform travels with the shared state so that copies stay cheap.
+MapDataset::MapDataset(const std::string& url, DatasetOptions options) {
+  auto state = internal::open_dataset(url, options);
+  state->map_prefetch = std::make_unique<internal::MapPrefetcher>(
+      state->fetcher, &state->objects, options.prefetch(), options.max_bytes_in_flight(),
+      internal::tensor_buffer);
+  state_ = std::move(state);
   transform_ = options.transform();
 }
 
@@ -92,25 +107,20 @@ torch::data::Example<> MapDataset::get(size_t index) {
 
 std::vector<torch::data::Example<>> MapDataset::get_batch(c10::ArrayRef<size_t> indices) {
   const auto& objects = state_->objects;
-  std::vector<at::Tensor> tensors;
-  std::vector<FetchTarget> targets;
-  tensors.reserve(indices.size());
-  targets.reserve(indices.size());
   for (size_t index : indices) {
     if (index >= objects.size()) {
       throw Error(absl::OutOfRangeError(absl::StrCat("index ", index,
                                                      " is out of range: ", state_->location,
                                                      " has ", objects.size(), " objects")));
     }
-    tensors.push_back(internal::byte_tensor(objects[index].size));
-    targets.push_back({objects[index], static_cast<char*>(tensors.back().data_ptr())});
   }
-  throw_if_error(state_->fetcher->fetch(std::move(targets)));
+  std::vector<FetchBuffer> buffers;
+  throw_if_error(state_->map_prefetch->get(indices.data(), indices.size(), &buffers));
   std::vector<torch::data::Example<>> out;
   out.reserve(indices.size());
   for (size_t k = 0; k < indices.size(); ++k) {
-    out.push_back(
-        internal::apply(transform_, std::move(tensors[k]), objects[indices[k]], indices[k]));
+    out.push_back(internal::apply(transform_, internal::buffer_tensor(buffers[k]),
+                                  objects[indices[k]], indices[k]));
   }
   return out;
 }
@@ -154,14 +164,8 @@ torch::optional<std::vector<torch::data::Example<>>> StreamingDataset::get_batch
       for (std::size_t k = c.position; k < c.order.size(); ++k) {
         rest.push_back(state_->objects[c.order[k]]);
       }
-      c.stream = std::make_unique<PrefetchStream>(
-          state_->fetcher, std::move(rest), c.prefetch, [](std::uint64_t size) {
-            auto tensor = std::make_shared<at::Tensor>(internal::byte_tensor(size));
-            FetchBuffer buffer;
-            buffer.data = static_cast<char*>(tensor->data_ptr());
-            buffer.owner = std::move(tensor);
-            return buffer;
-          });
+      c.stream = std::make_unique<PrefetchStream>(state_->fetcher, std::move(rest), c.prefetch,
+                                                  internal::tensor_buffer);
     }
     const std::size_t n = std::min(batch_size, c.order.size() - c.position);
     for (std::size_t k = 0; k < n; ++k) {
@@ -173,8 +177,7 @@ torch::optional<std::vector<torch::data::Example<>>> StreamingDataset::get_batch
                                                                  state_->location, " ended early"))
                               : item.status());
       }
-      fetched.emplace_back(c.order[c.position + k],
-                           *std::static_pointer_cast<at::Tensor>((*item)->buffer.owner));
+      fetched.emplace_back(c.order[c.position + k], internal::buffer_tensor((*item)->buffer));
     }
     c.position += n;
   }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "data/map_prefetch.h"
 #include "dataflux/fetch.h"
 #include "dataflux/object_store.h"
 #include "dataflux/open_store.h"
@@ -33,6 +34,9 @@ struct DatasetState {
   std::vector<ObjectEntry> objects;
   std::shared_ptr<Fetcher> fetcher;
   std::uint64_t fingerprint = 0;  // of the listing's names and sizes
+  // MapDataset's read-ahead, shared by every copy; declared after `fetcher` so it is destroyed
+  // (waiting for its reads) first.
+  std::unique_ptr<MapPrefetcher> map_prefetch;
 };
 
 // Opens the store and lists; NotFound when there is nothing under the URL.

@@ -20,11 +20,13 @@ namespace dataflux {
 namespace internal {
 namespace {
 
-// Compose batches block on three requests; they run here, never on the store's own threads.
-// Process-wide and leaked: a batch may finish while its Fetcher is being destroyed.
+// Compose batches block on three requests; they run here, never on the store's own threads
+// nor on ThreadPool::shared() (which store reads may need while a batch waits on them).
+// Process-wide, leaked (a batch may finish while its Fetcher is being destroyed) and made
+// again after fork(), like ThreadPool::shared().
 ThreadPool& compose_pool() {
-  static ThreadPool* pool = new ThreadPool(8);
-  return *pool;
+  static auto* pool = new ProcessThreadPool(8);
+  return pool->get();
 }
 
 bool refuses_compose(const absl::Status& status) {

@@ -1,6 +1,13 @@
 // Compose batches on GCS (the emulator): batching rules, verified slices, every composite
 // deleted, fall-back to direct reads, and cleanup().
 #include <gmock/gmock.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
 #include <gtest/gtest.h>
 
 #include "engine/fetcher_internal.h"
@@ -192,6 +199,46 @@ TEST_P(ComposeTest, UniqueNamesLiveUnderThePrefix) {
   EXPECT_NE(a, b);
   EXPECT_EQ(a.rfind(kComposedObjectsPrefix, 0), 0u);
   EXPECT_EQ(a.size(), std::string(kComposedObjectsPrefix).size() + 36);
+}
+
+TEST_P(ComposeTest, ForkedChildComposesOnItsOwnThreads) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "TSan cannot start threads in the child of a multi-threaded fork()";
+#endif
+  auto data = put_many("f/", 12, 3000);
+  auto objects = list("f/");
+  {
+    Fetcher parent(store_, bucket_, forced());  // the compose pool's threads start here
+    auto f = fetch_all(parent, objects);
+    ASSERT_TRUE(f.status.ok()) << f.status;
+    ASSERT_GT(parent.stats().composes, 0u);
+  }
+  const std::string endpoint = emu_->endpoint();
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // The parent's pool threads do not exist here: a batch queued to them would never run.
+    GcsOptions options;
+    options.endpoint = endpoint;
+    auto store = make_gcs_store(options);
+    if (!store.ok()) ::_exit(2);
+    Fetcher child(*store, bucket_, forced());
+    auto f = fetch_all(child, objects);
+    ::_exit(f.status.ok() && f.data == data && child.stats().composes > 0 ? 0 : 1);
+  }
+  int status = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      FAIL() << "the child's compose fetch never finished";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_TRUE(composites().empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(Gcs, ComposeTest, ::testing::Values("gcs"));

@@ -1,11 +1,16 @@
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <string>
 
 #include <gtest/gtest.h>
 
 #include "dataflux/open_store.h"
+#include "emulator/emulator.h"
 
 namespace dataflux {
 namespace {
@@ -36,6 +41,101 @@ TEST(OpenStore, FileUrlsAndPathsOpenTheLocalStore) {
   ASSERT_TRUE(s3.ok()) << s3.status();
   EXPECT_EQ((*s3)->backend(), "s3");
   fs::remove_all(dir);
+}
+
+// Points gs:// at an in-process emulator through the environment, as a user's job would, so
+// the stores under test are the ones open_store builds for the default endpoint.
+class OpenGcsStore : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto emu = emulator::Emulator::start({});
+    ASSERT_TRUE(emu.ok()) << emu.status();
+    emu_ = *std::move(emu);
+    ASSERT_TRUE(emu_->create_bucket("open-store-test").ok());
+    ASSERT_TRUE(emu_->put_object("open-store-test", "x", "hello").ok());
+    const char* old = std::getenv("STORAGE_EMULATOR_HOST");
+    if (old != nullptr) old_host_ = old;
+    setenv("STORAGE_EMULATOR_HOST", emu_->endpoint().c_str(), 1);
+  }
+  void TearDown() override {
+    if (old_host_) {
+      setenv("STORAGE_EMULATOR_HOST", old_host_->c_str(), 1);
+    } else {
+      unsetenv("STORAGE_EMULATOR_HOST");
+    }
+  }
+  absl::Status read_x(ObjectStore& store) {
+    ReadObjectRequest request;
+    request.bucket = "open-store-test";
+    request.object = "x";
+    char buffer[5];
+    return store.read_object(request, buffer, sizeof(buffer)).status();
+  }
+
+  std::unique_ptr<emulator::Emulator> emu_;
+  std::optional<std::string> old_host_;
+};
+
+StoreOptions fast_retries(int attempts) {
+  StoreOptions options;
+  options.gcs.retry.max_attempts = attempts;
+  options.gcs.retry.initial_backoff = std::chrono::milliseconds(1);
+  options.gcs.retry.max_backoff = std::chrono::milliseconds(2);
+  return options;
+}
+
+TEST_F(OpenGcsStore, RetryOptionsApplyEvenAfterTheDefaultStoreExists) {
+  // The default store is made first, as a dataset or checkpoint opened earlier would.
+  auto shared = open_store("gs://open-store-test/");
+  ASSERT_TRUE(shared.ok()) << shared.status();
+  ASSERT_TRUE(read_x(**shared).ok());
+
+  // One attempt: the injected 503 must reach the caller, not be retried away.
+  auto once = open_store("gs://open-store-test/", fast_retries(1));
+  ASSERT_TRUE(once.ok()) << once.status();
+  EXPECT_NE(once->get(), shared->get());
+  emu_->inject_fault("objects.media", emulator::Fault::status(503));
+  absl::Status status = read_x(**once);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+
+  // Three attempts: the same fault is retried away.
+  auto thrice = open_store("gs://open-store-test/", fast_retries(3));
+  ASSERT_TRUE(thrice.ok()) << thrice.status();
+  emu_->inject_fault("objects.media", emulator::Fault::status(503));
+  EXPECT_TRUE(read_x(**thrice).ok());
+}
+
+TEST_F(OpenGcsStore, EqualOptionsShareOneStoreAndAnyDifferenceDoesNot) {
+  auto a = open_store("gs://open-store-test/", fast_retries(2));
+  auto b = open_store("gs://other-bucket/", fast_retries(2));
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->get(), b->get());  // one connection pool per option set
+
+  StoreOptions transport = fast_retries(2);
+  transport.gcs.transport.stall_timeout = std::chrono::milliseconds(1234);
+  StoreOptions deadline = fast_retries(2);
+  deadline.gcs.retry.deadline = std::chrono::milliseconds(999);
+  StoreOptions auth = fast_retries(2);
+  auth.gcs.auth.metadata_timeout = std::chrono::milliseconds(7);
+  for (const StoreOptions& options : {transport, deadline, auth}) {
+    auto other = open_store("gs://open-store-test/", options);
+    ASSERT_TRUE(other.ok()) << other.status();
+    EXPECT_NE(other->get(), a->get());
+  }
+}
+
+TEST_F(OpenGcsStore, DefaultStoreFollowsTheEmulatorEnvironment) {
+  auto first = open_store("gs://open-store-test/");
+  ASSERT_TRUE(first.ok());
+  auto second_emu = emulator::Emulator::start({});
+  ASSERT_TRUE(second_emu.ok());
+  ASSERT_TRUE((*second_emu)->create_bucket("open-store-test").ok());
+  ASSERT_TRUE((*second_emu)->put_object("open-store-test", "x", "world").ok());
+  setenv("STORAGE_EMULATOR_HOST", (*second_emu)->endpoint().c_str(), 1);
+  auto second = open_store("gs://open-store-test/");
+  ASSERT_TRUE(second.ok());
+  EXPECT_NE(first->get(), second->get());
+  EXPECT_TRUE(read_x(**second).ok());
 }
 
 }  // namespace

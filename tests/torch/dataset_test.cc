@@ -8,6 +8,7 @@
 #include <torch/data/datasets/shared.h>
 #include <torch/data/samplers/distributed.h>
 #include <torch/data/samplers/random.h>
+#include <torch/data/samplers/sequential.h>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 #include <unistd.h>
@@ -183,6 +184,50 @@ TEST_P(DatasetTest, MapDatasetThroughAMultiWorkerDataLoaderSeesEverySampleOnce) 
     std::map<std::int64_t, std::string> seen;
     for (auto& batch : *loader) collect(batch, &seen);
     expect_all(seen, data);
+  }
+}
+
+TEST_P(DatasetTest, MapDatasetReadsSequentialBatchesAheadAndEachObjectOnce) {
+  auto data = put_many(40, 3000);
+  MapDataset dataset(url_, options().prefetch(16));
+  auto check = [&](const std::vector<torch::data::Example<>>& batch, size_t first) {
+    for (size_t k = 0; k < batch.size(); ++k) EXPECT_EQ(as_string(batch[k].data), data[first + k]);
+  };
+  // Reads start synchronously within get_batch, so the counts below are exact.
+  check(dataset.get_batch(std::vector<size_t>{0, 1, 2, 3, 4, 5, 6, 7}), 0);
+  EXPECT_EQ(dataset.fetch_stats().direct_reads, 8u + 16u);  // the batch, then 16 ahead
+  for (size_t first = 8; first < 40; first += 8) {
+    std::vector<size_t> indices;
+    for (size_t i = first; i < first + 8; ++i) indices.push_back(i);
+    check(dataset.get_batch(indices), first);
+  }
+  EXPECT_EQ(dataset.fetch_stats().direct_reads, 40u);  // each object once
+  // The next pass starts over at 0 and reads ahead again.
+  check(dataset.get_batch(std::vector<size_t>{0, 1, 2, 3}), 0);
+  EXPECT_EQ(dataset.fetch_stats().direct_reads, 40u + 4u + 16u);
+}
+
+TEST_P(DatasetTest, MapDatasetReadsNothingAheadForRandomIndices) {
+  auto data = put_many(40, 3000);
+  MapDataset dataset(url_, options().prefetch(16));
+  auto batch = dataset.get_batch(std::vector<size_t>{17, 3, 29});
+  EXPECT_EQ(dataset.fetch_stats().direct_reads, 3u);
+  EXPECT_EQ(as_string(batch[1].data), data[3]);
+  for (size_t i : {33u, 5u, 21u}) EXPECT_EQ(as_string(dataset.get(i).data), data[i]);
+  EXPECT_EQ(dataset.fetch_stats().direct_reads, 6u);
+}
+
+TEST_P(DatasetTest, MapDatasetCopiesShareOneReadAheadAcrossLoaderWorkers) {
+  auto data = put_many(150, 3000);
+  MapDataset dataset(url_, options());
+  auto loader = torch::data::make_data_loader<torch::data::samplers::SequentialSampler>(
+      dataset, torch::data::DataLoaderOptions().batch_size(16).workers(3));
+  for (std::uint64_t epoch = 1; epoch <= 2; ++epoch) {
+    std::map<std::int64_t, std::string> seen;
+    for (auto& batch : *loader) collect(batch, &seen);
+    expect_all(seen, data);
+    // Whichever worker asks first, no object is read twice in a pass.
+    EXPECT_EQ(dataset.fetch_stats().direct_reads, 150u * epoch);
   }
 }
 
@@ -382,6 +427,9 @@ TEST_P(DatasetGcsTest, NoCompositeLeftAfterATransformThrows) {
   EXPECT_ANY_THROW({
     for (auto& batch : *loader) (void)batch;
   });
+  // Read-ahead of later batches may still be composing while the dataset lives; each
+  // composite goes as its read completes, and none outlives the dataset.
+  loader.reset();
   EXPECT_GT(emu_->request_count("objects.compose"), 0u);
   EXPECT_EQ(composites_left(), 0u);
 }

@@ -1,0 +1,85 @@
+// MapPrefetcher: read-ahead for a map-style dataset whose batches come in index order.
+//
+// libtorch's stateless DataLoader hands each worker one batch at a time, and a worker waits for
+// the slowest read of its batch before it asks for the next; with a SequentialSampler the next
+// batches are predictable, so this reads them ahead. One MapPrefetcher is shared by every copy
+// of a MapDataset (the DataLoader copies the dataset into each worker), so the window is one
+// for all workers and each object is read once. Batches that are not a contiguous run of
+// indices (a RandomSampler) are fetched as asked, with nothing read ahead. Torch-free: buffers
+// come from the allocator.
+#ifndef DATAFLUX_SRC_DATA_MAP_PREFETCH_H_
+#define DATAFLUX_SRC_DATA_MAP_PREFETCH_H_
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "dataflux/fetch.h"
+
+namespace dataflux::internal {
+
+class MapPrefetcher {
+ public:
+  // `objects` outlives the prefetcher. window_objects 0 = no read-ahead.
+  MapPrefetcher(std::shared_ptr<Fetcher> fetcher, const std::vector<ObjectEntry>* objects,
+                std::size_t window_objects, std::uint64_t window_bytes, FetchAllocator allocate);
+  // Waits for the reads still in flight.
+  ~MapPrefetcher();
+  MapPrefetcher(const MapPrefetcher&) = delete;
+  MapPrefetcher& operator=(const MapPrefetcher&) = delete;
+
+  // The buffers of `indices` (each < objects->size()), in order: those read ahead, and the rest
+  // fetched now. When the indices are a contiguous ascending run, the objects after it are
+  // read ahead for the batches to come. Thread-safe. The first error names the object.
+  absl::Status get(const std::size_t* indices, std::size_t n, std::vector<FetchBuffer>* out);
+
+  // Objects read ahead and later handed out, and read ahead but dropped (for tests).
+  std::uint64_t hits() const;
+  std::uint64_t dropped() const;
+
+ private:
+  struct Entry {
+    FetchBuffer buffer;
+    bool done = false;  // guarded by State::mu
+    absl::Status status;
+  };
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::size_t fetches_in_flight = 0;  // guarded by mu
+  };
+
+  // Under state_->mu: forgets read-ahead outside [from, to).
+  void drop_ahead_unless(std::size_t from, std::size_t to);
+  // Under state_->mu: plans the read-ahead after the contiguous batch [first, end).
+  std::vector<std::pair<std::size_t, std::shared_ptr<Entry>>> plan_ahead(std::size_t first,
+                                                                         std::size_t end);
+  // Starts reads into `entries` (read-ahead: nobody waits on this call).
+  void start(const std::vector<std::pair<std::size_t, std::shared_ptr<Entry>>>& entries);
+
+  const std::shared_ptr<Fetcher> fetcher_;
+  const std::vector<ObjectEntry>* const objects_;
+  const std::size_t window_objects_;
+  const std::uint64_t window_bytes_;
+  const FetchAllocator allocate_;
+  const std::shared_ptr<State> state_;
+
+  // Read ahead, not yet handed out, by index; guarded by state_->mu.
+  std::unordered_map<std::size_t, std::shared_ptr<Entry>> ahead_;
+  std::uint64_t ahead_bytes_ = 0;  // guarded by state_->mu
+  std::size_t next_ = 0;           // the read-ahead frontier; guarded by state_->mu
+  // Indices handed out (or being fetched) in this pass, never read ahead again; a batch that
+  // starts at a served index starts a new pass. Guarded by state_->mu.
+  std::vector<std::uint8_t> served_;
+  std::uint64_t hits_ = 0;     // guarded by state_->mu
+  std::uint64_t dropped_ = 0;  // guarded by state_->mu
+};
+
+}  // namespace dataflux::internal
+
+#endif  // DATAFLUX_SRC_DATA_MAP_PREFETCH_H_
