@@ -29,7 +29,9 @@ namespace dataflux::emulator {
 // How the emulator imitates a real cloud. All zero (the default) = as fast as loopback.
 struct CloudModel {
   absl::Duration first_byte_latency = absl::ZeroDuration();  // added before every response
-  double stream_bytes_per_second = 0;                        // per response body; 0 = unlimited
+  // Per stream, both ways: response bodies (downloads) and request bodies (uploads: media,
+  // multipart, resumable chunks) move at most this fast; 0 = unlimited.
+  double stream_bytes_per_second = 0;
   double max_requests_per_second = 0;  // over all requests; above it → 429; 0 = unlimited
 };
 
