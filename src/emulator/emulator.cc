@@ -144,6 +144,7 @@ class Emulator::Impl {
     // MSG_NOSIGNAL).
     std::signal(SIGPIPE, SIG_IGN);
     control_.set_model(options_.model);
+    store_.set_compute_md5(options_.compute_md5);
     auth_.set_config(options_.auth);
     const int threads = options_.threads;
     server_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };

@@ -383,7 +383,7 @@ absl::StatusOr<ObjectRecord> Store::insert(const std::string& bucket, const std:
   record.content_type = meta.content_type;
   record.metadata = meta.metadata;
   record.crc32c = crc;
-  record.md5_base64 = md5_base64(data);
+  if (compute_md5_) record.md5_base64 = md5_base64(data);
   {
     // Fail fast (before writing a file) when the bucket is missing.
     std::lock_guard<std::mutex> lock(mu_);

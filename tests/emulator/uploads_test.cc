@@ -244,6 +244,23 @@ TEST_F(UploadTest, GcloudStyleResumablePrefixAndMetadataBody) {
   EXPECT_EQ(json_string(res->body, "contentType"), "image/png");
 }
 
+TEST_F(UploadTest, WithoutMd5ObjectsHaveOnlyACrc32c) {
+  EmulatorOptions options;
+  options.compute_md5 = false;
+  emu_.reset();
+  start(options);
+  auto res = client_->Post((upload_base() + "?uploadType=media&name=no-md5").c_str(), "payload",
+                           "application/octet-stream");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  auto doc = parse_json(res->body);
+  EXPECT_FALSE(doc.HasMember("md5Hash"));
+  EXPECT_STREQ(doc["crc32c"].GetString(), crc32c_to_base64(crc32c("payload")).c_str());
+  // An MD5 the client sends is still checked.
+  res = multipart(R"({"name":"bad-md5","md5Hash":"XrY7u+Ae7tCTyyK7j1rNww=="})", "payload");
+  EXPECT_EQ(res->status, 400);
+}
+
 TEST_F(UploadTest, BodiesAboveTheLimitGet413) {
   EmulatorOptions options;
   options.max_object_bytes = 1000;
