@@ -73,6 +73,7 @@ int main(int argc, char** argv) {
   }
   const auto start = std::chrono::steady_clock::now();
   std::uint64_t requests = 0;
+  dataflux::UploadStats upload_stats;  // save variants: the uploader's own accounting
   if (variant.rfind("save-", 0) == 0) {
     dataflux::UploadOptions up;
     up.strategy = variant == "save-stream" ? dataflux::UploadStrategy::kSingleStream
@@ -101,7 +102,8 @@ int main(int argc, char** argv) {
     auto meta = (*uploader)->commit();
     if (!meta.ok()) die(meta.status().ToString());
     size = meta->size;
-    requests = (*uploader)->stats().parts;
+    upload_stats = (*uploader)->stats();
+    requests = upload_stats.parts;
   } else {
     dataflux::internal::RangedReadOptions o;
     if (variant == "load-single") {
@@ -127,6 +129,9 @@ int main(int argc, char** argv) {
       u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
   std::cout << "{\"wall_s\": " << wall << ", \"bytes\": " << size << ", \"objects\": 1"
             << ", \"peak_rss_mb\": " << peak_rss_mb() << ", \"cpu_s\": " << cpu
-            << ", \"requests\": " << requests << ", \"peak_in_flight\": 0}" << std::endl;
+            << ", \"requests\": " << requests
+            << ", \"peak_in_flight\": " << upload_stats.peak_parts_in_flight
+            << ", \"peak_buffered_mb\": " << upload_stats.peak_buffered_bytes / 1048576.0 << "}"
+            << std::endl;
   return 0;
 }

@@ -157,13 +157,25 @@ class PrefetchStream {
 };
 
 struct CleanupOptions {
-  // Only composites at least this old: a running job's batches live for seconds, so a few
-  // minutes keeps cleanup from racing a job that is reading.
+  // Only temporaries at least this old: a running job's compose batches live for seconds and
+  // its checkpoint parts for the length of a save, so a few minutes (or the longest save)
+  // keeps cleanup from racing a job that is running.
   std::chrono::seconds min_age{0};
+  // Only objects under this prefix (compose temporaries live at the bucket root, under
+  // kComposedObjectsPrefix, so a prefix like "ckpt/" leaves them alone).
+  std::string prefix;
+  bool composed_objects = true;  // compose temporaries: everything under kComposedObjectsPrefix
+  bool upload_parts = true;      // checkpoint parts: names containing ".dataflux-part-"
+  bool dry_run = false;          // report what would be deleted, delete nothing
+  // Called for every object deleted (or, on a dry run, that would be).
+  std::function<void(const ObjectMetadata&)> on_delete;
 };
 
-// Deletes leftover compose temporaries (everything under kComposedObjectsPrefix) in `bucket`,
-// e.g. after a crash. Returns how many it deleted; the first failure names the object.
+// Deletes the temporary objects a crashed job can leave behind in `bucket`: compose batches
+// (kComposedObjectsPrefix) and the Uploader's checkpoint parts ("<object>.dataflux-part-...",
+// see upload.h). Returns how many it deleted (on a dry run: would delete); objects that vanish
+// meanwhile are not counted. The first failure names the object. `dataflux cleanup URL` is
+// this function on the command line.
 absl::StatusOr<std::size_t> cleanup(ObjectStore& store, const std::string& bucket,
                                     CleanupOptions options = {});
 

@@ -76,7 +76,7 @@ struct UploadStats {
 };
 
 // One object being written. write()/commit()/abort() are called from one thread at a time;
-// the parts upload on the Uploader's own threads.
+// stats() from any thread at any time. The parts upload on the Uploader's own threads.
 class Uploader {
  public:
   static absl::StatusOr<std::unique_ptr<Uploader>> create(std::shared_ptr<ObjectStore> store,

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -145,6 +146,7 @@ class Emulator::Impl {
     // MSG_NOSIGNAL).
     std::signal(SIGPIPE, SIG_IGN);
     control_.set_model(options_.model);
+    store_.set_compute_md5(options_.compute_md5);
     auth_.set_config(options_.auth);
     s3_.set_config(options_.s3);
     const int threads = options_.threads;
@@ -174,7 +176,13 @@ class Emulator::Impl {
       handle(req, res);
       return httplib::Server::HandlerResponse::Handled;
     });
-    auto handler = [this](const httplib::Request& req, httplib::Response& res) {
+    // Requests with a body read it here, slice by slice, so uploads are paced like downloads.
+    auto handler = [this](const httplib::Request& req, httplib::Response& res,
+                          const httplib::ContentReader& reader) {
+      if (!read_body(req, reader)) {
+        res.status = 400;
+        return;
+      }
       handle(req, res);
     };
     const std::string any = R"(/[\s\S]*)";
@@ -293,6 +301,32 @@ class Emulator::Impl {
     }
     if (s3_route) return deliver(s3_.execute(*s3_route, req), fault, res);
     deliver(service_->execute(*route, req), fault, res);
+  }
+
+  // Reads the request body into req.body at no more than the model's per-stream rate. Sleeping
+  // (not spinning) while ahead of schedule leaves the rest in the socket, so TCP flow control
+  // slows the client down as a bandwidth-limited link would.
+  bool read_body(const httplib::Request& req, const httplib::ContentReader& reader) {
+    std::string body;
+    if (auto length = internal::parse_u64(req.get_header_value("Content-Length"))) {
+      body.reserve(static_cast<std::size_t>(*length));  // bounded by the pre-routing check
+    }
+    const double rate = control_.model().stream_bytes_per_second;
+    const auto started = std::chrono::steady_clock::now();
+    // Sleep only when this far ahead: ~20 sleeps a second, like the download slices.
+    const auto slack = std::chrono::milliseconds(50);
+    bool ok = reader([&](const char* data, std::size_t n) {
+      body.append(data, n);
+      if (rate <= 0) return true;
+      const auto due = started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                     std::chrono::duration<double>(body.size() / rate));
+      if (due - std::chrono::steady_clock::now() < slack) return true;
+      return control_.sleep_until(due);
+    });
+    if (!ok) return false;
+    // httplib's Request is its own non-const local (as in handle()), so this is sound.
+    const_cast<httplib::Request&>(req).body = std::move(body);
+    return true;
   }
 
   std::string token_uri() const { return endpoint_ + "/token"; }

@@ -29,7 +29,9 @@ namespace dataflux::emulator {
 // How the emulator imitates a real cloud. All zero (the default) = as fast as loopback.
 struct CloudModel {
   absl::Duration first_byte_latency = absl::ZeroDuration();  // added before every response
-  double stream_bytes_per_second = 0;                        // per response body; 0 = unlimited
+  // Per stream, both ways: response bodies (downloads) and request bodies (uploads: media,
+  // multipart, resumable chunks) move at most this fast; 0 = unlimited.
+  double stream_bytes_per_second = 0;
   double max_requests_per_second = 0;  // over all requests; above it → 429; 0 = unlimited
 };
 
@@ -92,6 +94,11 @@ struct EmulatorOptions {
   std::string storage_dir;  // empty = objects in memory; else files under this directory
   std::string project = "test-project";
   std::uint64_t max_object_bytes = 8ull << 30;  // larger uploads get 413
+  // MD5 of every uploaded object (md5Hash, x-goog-hash md5=). Off: md5Hash is absent, as for
+  // composed objects (an MD5 the client sends is still checked); saves ~1 CPU second per GiB
+  // uploaded, which a benchmark on a small machine would otherwise take from the client it
+  // measures.
+  bool compute_md5 = true;
   AuthConfig auth;
   S3Config s3;
 };

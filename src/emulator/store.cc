@@ -61,6 +61,41 @@ class FileBlob : public Blob {
   const std::uint64_t size_;
 };
 
+// A composed object in the memory store: its sources' bytes, shared rather than copied (GCS
+// composes without moving data too, so compose costs the same whatever the size).
+class CompositeBlob : public Blob {
+ public:
+  explicit CompositeBlob(std::vector<std::shared_ptr<const Blob>> parts)
+      : parts_(std::move(parts)) {
+    for (const auto& p : parts_) {
+      starts_.push_back(size_);
+      size_ += p->size();
+    }
+  }
+  std::uint64_t size() const override { return size_; }
+  bool read(std::uint64_t offset, std::size_t n, char* out) const override {
+    if (offset > size_ || n > size_ - offset) return false;
+    // The first part holding `offset`, then forward until n bytes are copied.
+    std::size_t i = static_cast<std::size_t>(
+        std::upper_bound(starts_.begin(), starts_.end(), offset) - starts_.begin() - 1);
+    for (; n > 0; ++i) {
+      const std::uint64_t within = offset - starts_[i];
+      const std::size_t take =
+          static_cast<std::size_t>(std::min<std::uint64_t>(n, parts_[i]->size() - within));
+      if (take > 0 && !parts_[i]->read(within, take, out)) return false;
+      out += take;
+      offset += take;
+      n -= take;
+    }
+    return true;
+  }
+
+ private:
+  std::vector<std::shared_ptr<const Blob>> parts_;
+  std::vector<std::uint64_t> starts_;  // offset of each part's first byte
+  std::uint64_t size_ = 0;
+};
+
 std::int64_t now_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -348,7 +383,7 @@ absl::StatusOr<ObjectRecord> Store::insert(const std::string& bucket, const std:
   record.content_type = meta.content_type;
   record.metadata = meta.metadata;
   record.crc32c = crc;
-  record.md5_base64 = md5_base64(data);
+  if (compute_md5_) record.md5_base64 = md5_base64(data);
   {
     // Fail fast (before writing a file) when the bucket is missing.
     std::lock_guard<std::mutex> lock(mu_);
@@ -391,16 +426,12 @@ absl::StatusOr<ObjectRecord> Store::compose(const std::string& bucket,
       parts.push_back(it->second);
     }
   }
-  std::string data;
   std::uint32_t crc = 0;
+  std::uint64_t total = 0;
   int components = 0;
   for (const auto& part : parts) {
-    const std::size_t offset = data.size();
-    data.resize(offset + part.size());
-    if (part.size() > 0 && !part.blob->read(0, part.size(), data.data() + offset)) {
-      return absl::InternalError(absl::StrCat("Reading ", part.name, " failed"));
-    }
     crc = crc32c_combine(crc, part.crc32c, part.size());
+    total += part.size();
     components += std::max(1, part.component_count);
   }
   ObjectRecord record;
@@ -409,9 +440,24 @@ absl::StatusOr<ObjectRecord> Store::compose(const std::string& bucket,
   record.metadata = meta.metadata;
   record.crc32c = crc;
   record.component_count = components;
-  auto blob = make_blob(std::move(data));
-  if (!blob.ok()) return blob.status();
-  record.blob = *std::move(blob);
+  if (storage_dir_.empty()) {
+    std::vector<std::shared_ptr<const Blob>> blobs;
+    for (const auto& part : parts) blobs.push_back(part.blob);
+    record.blob = std::make_shared<CompositeBlob>(std::move(blobs));
+  } else {
+    // On disk the composite gets its own file, so a test can corrupt it alone.
+    std::string data(total, '\0');
+    std::uint64_t offset = 0;
+    for (const auto& part : parts) {
+      if (part.size() > 0 && !part.blob->read(0, part.size(), data.data() + offset)) {
+        return absl::InternalError(absl::StrCat("Reading ", part.name, " failed"));
+      }
+      offset += part.size();
+    }
+    auto blob = make_blob(std::move(data));
+    if (!blob.ok()) return blob.status();
+    record.blob = *std::move(blob);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   auto b = find_bucket(bucket);
   if (!b.ok()) return b.status();

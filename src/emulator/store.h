@@ -98,6 +98,8 @@ class Store {
  public:
   // Empty `storage_dir` keeps object bytes in memory; else in files under it.
   explicit Store(std::string storage_dir, std::string default_project);
+  // See EmulatorOptions::compute_md5. Call before serving.
+  void set_compute_md5(bool on) { compute_md5_ = on; }
 
   absl::Status create_bucket(const std::string& name, const std::string& project);
   absl::StatusOr<BucketRecord> get_bucket(const std::string& name) const;
@@ -145,6 +147,7 @@ class Store {
 
   const std::string storage_dir_;
   const std::string default_project_;
+  bool compute_md5_ = true;
   mutable std::mutex mu_;
   std::map<std::string, Bucket> buckets_;
   std::int64_t last_generation_ = 0;

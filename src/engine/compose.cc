@@ -204,30 +204,4 @@ std::vector<std::size_t> FetcherImpl::run_compose(const std::shared_ptr<FetchGro
 
 }  // namespace internal
 
-absl::StatusOr<std::size_t> cleanup(ObjectStore& store, const std::string& bucket,
-                                    CleanupOptions options) {
-  const auto cutoff = std::chrono::system_clock::now() - options.min_age;
-  std::size_t deleted = 0;
-  ListObjectsRequest list;
-  list.bucket = bucket;
-  list.prefix = kComposedObjectsPrefix;
-  do {
-    auto page = store.list_objects(list);
-    if (!page.ok()) return page.status();
-    for (const auto& object : page->objects) {
-      if (options.min_age.count() > 0 && object.updated > cutoff) continue;
-      DeleteObjectRequest remove;
-      remove.bucket = bucket;
-      remove.object = object.name;
-      if (object.generation != 0) remove.if_generation_match = object.generation;
-      absl::Status status = store.delete_object(remove);
-      if (status.code() == absl::StatusCode::kNotFound) continue;  // someone else got it
-      if (!status.ok()) return status;
-      ++deleted;
-    }
-    list.page_token = page->next_page_token;
-  } while (!list.page_token.empty());
-  return deleted;
-}
-
 }  // namespace dataflux

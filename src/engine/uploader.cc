@@ -1,6 +1,7 @@
 // The Uploader: cuts a byte stream into parts, keeps at most K part buffers alive, uploads them
 // on K threads through a MultipartUpload (native, or compose-based), and publishes on commit.
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -103,10 +104,11 @@ class PartUploader : public Uploader {
     for (const auto& [part_crc, part_size] : part_crcs_) {
       crc = crc32c_combine(crc, part_crc, part_size);
     }
-    if (published->size != total_ || (published->crc32c && *published->crc32c != crc)) {
+    const std::uint64_t total = total_.load();
+    if (published->size != total || (published->crc32c && *published->crc32c != crc)) {
       return absl::DataLossError(absl::StrCat(
           "upload ", url_, ": the published object has ", published->size, " bytes, CRC32C ",
-          published->crc32c ? crc32c_to_base64(*published->crc32c) : "none", "; ", total_,
+          published->crc32c ? crc32c_to_base64(*published->crc32c) : "none", "; ", total,
           " bytes with CRC32C ", crc32c_to_base64(crc), " were written"));
     }
     return published;
@@ -133,7 +135,7 @@ class PartUploader : public Uploader {
   UploadStats stats() const override {
     std::lock_guard<std::mutex> lock(mu_);
     UploadStats s = stats_;
-    s.bytes = total_;
+    s.bytes = total_.load();
     return s;
   }
   const std::string& url() const override { return url_; }
@@ -192,12 +194,12 @@ class PartUploader : public Uploader {
                             absl::StrCat("upload ", url_, ": ", mpu.status().message()));
       }
       mpu_ = *std::move(mpu);
-      stats_.method = "multipart";
+      set_method("multipart");
     } else {
       auto compose = std::make_unique<internal::ComposeMultipartUpload>(store_, request_, options_);
       compose_ = compose.get();
       mpu_ = std::move(compose);
-      stats_.method = "compose";
+      set_method("compose");
     }
     for (int i = 0; i < options_.max_parts_in_flight; ++i)
       workers_.emplace_back([this] { work(); });
@@ -273,7 +275,7 @@ class PartUploader : public Uploader {
     finished_ = true;
     const std::string_view bytes(current_.data ? current_.data.get() : "", current_.size);
     const std::uint32_t crc = crc32c(bytes);
-    stats_.method = "single-request";
+    set_method("single-request");
     auto result =
         internal::publish(*store_, request_.bucket, request_.object, request_.if_generation_match,
                           bytes.size(), crc, [&](std::optional<std::int64_t> precondition) {
@@ -288,6 +290,11 @@ class PartUploader : public Uploader {
                           absl::StrCat("upload ", url_, ": ", result.status().message()));
     }
     return result;
+  }
+
+  void set_method(const char* method) {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.method = method;
   }
 
   void collect_leaks() {
@@ -305,7 +312,8 @@ class PartUploader : public Uploader {
   // The writer's side (one thread).
   Buffer current_;
   int next_number_ = 1;
-  std::uint64_t total_ = 0;
+  // Written by the writer, read by stats() from any thread.
+  std::atomic<std::uint64_t> total_{0};
   bool finished_ = false;
   std::unique_ptr<MultipartUpload> mpu_;
   internal::ComposeMultipartUpload* compose_ = nullptr;  // mpu_, when compose-based
@@ -342,9 +350,9 @@ class StreamUploader : public Uploader {
     if (!error_.ok()) return error_;
     error_ = session_->write(std::string_view(static_cast<const char*>(data), size));
     if (error_.ok()) {
-      stats_.bytes += size;
+      bytes_ += size;
     } else {
-      error_ = absl::Status(error_.code(), absl::StrCat("upload ", url_, " at byte ", stats_.bytes,
+      error_ = absl::Status(error_.code(), absl::StrCat("upload ", url_, " at byte ", bytes_.load(),
                                                         ": ", error_.message()));
     }
     return error_;
@@ -362,9 +370,9 @@ class StreamUploader : public Uploader {
       return absl::Status(result.status().code(),
                           absl::StrCat("upload ", url_, ": ", result.status().message()));
     }
-    if (result->size != stats_.bytes) {
+    if (result->size != bytes_.load()) {
       return absl::DataLossError(absl::StrCat("upload ", url_, ": the object has ", result->size,
-                                              " bytes but ", stats_.bytes, " were written"));
+                                              " bytes but ", bytes_.load(), " were written"));
     }
     return result;
   }
@@ -373,7 +381,11 @@ class StreamUploader : public Uploader {
     finished_ = true;
     return session_->cancel();
   }
-  UploadStats stats() const override { return stats_; }
+  UploadStats stats() const override {
+    UploadStats s = stats_;  // method only: set once, before any other thread can see us
+    s.bytes = bytes_.load();
+    return s;
+  }
   const std::string& url() const override { return url_; }
 
  private:
@@ -383,6 +395,7 @@ class StreamUploader : public Uploader {
   bool finished_ = false;
   absl::Status error_;
   UploadStats stats_;
+  std::atomic<std::uint64_t> bytes_{0};  // written by the writer, read by stats() anywhere
 };
 
 }  // namespace

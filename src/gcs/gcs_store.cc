@@ -133,24 +133,25 @@ class GcsStoreImpl : public GcsStore {
     if (auto s = validate(request.bucket, request.object, "POST"); !s.ok()) return s;
     std::string context = absl::StrCat("POST ", gs_url(request.bucket, request.object));
     const std::uint32_t crc = request.crc32c ? *request.crc32c : crc32c(data);
+    // A media upload: the object name and precondition travel in the query, the checksum in
+    // x-goog-hash, so the body is the caller's bytes, sent from their buffer without a copy (a
+    // multipart body would need one: a part upload would hold its bytes twice).
     QueryString query;
-    query.add("uploadType", "multipart");
+    query.add("uploadType", "media");
+    query.add("name", request.object);
     if (request.if_generation_match) query.add("ifGenerationMatch", *request.if_generation_match);
     query.add("fields", internal::kObjectFields);
     std::string path = absl::StrCat("/upload/storage/v1/b/",
                                     internal::percent_encode(request.bucket), "/o", query.str());
-    std::string boundary = internal::pick_multipart_boundary(data);
-    std::string body = internal::multipart_body(
-        boundary, internal::upload_metadata_json(request.object, request.content_type, crc),
-        request.content_type, data);
+    const std::string hash = absl::StrCat("crc32c=", crc32c_to_base64(crc));
     // Without a precondition a retried upload could overwrite a newer object: only one try.
     auto response = client_->execute(
         [&] {
           HttpRequest r = client_->new_request("POST", path);
-          r.headers.emplace_back("Content-Type",
-                                 absl::StrCat("multipart/related; boundary=", boundary));
-          r.body_view = body;
-          r.budget_bytes = body.size();
+          r.headers.emplace_back("Content-Type", request.content_type);
+          r.headers.emplace_back("x-goog-hash", hash);
+          r.body_view = data;
+          r.budget_bytes = data.size();
           return r;
         },
         idempotent_if(request.if_generation_match.has_value()), context);

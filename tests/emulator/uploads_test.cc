@@ -103,6 +103,39 @@ TEST_F(UploadTest, MediaUploadErrors) {
   EXPECT_EQ(res->status, 400);
 }
 
+// Request bodies are read slice by slice under the bandwidth model (uploads are paced like
+// downloads); every upload route must still store exactly what was sent.
+TEST_F(UploadTest, PacedUploadsArriveIntactOnEveryRoute) {
+  CloudModel model;
+  model.stream_bytes_per_second = 64e6;
+  emu_->set_cloud_model(model);
+  const std::string data = pattern(3 * kQuantum + 12345);
+  auto res = client_->Post((upload_base() + "?uploadType=media&name=paced-media").c_str(),
+                           {{"x-goog-hash", "crc32c=" + crc32c_to_base64(crc32c(data))}}, data,
+                           "application/octet-stream");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(emu_->get_object_data(kBucket, "paced-media").value(), data);
+
+  res = multipart(R"({"name":"paced-mp"})", data);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(emu_->get_object_data(kBucket, "paced-mp").value(), data);
+
+  const std::string session = start_session("paced-resumable");
+  res = put(session, "bytes 0-" + std::to_string(2 * kQuantum - 1) + "/*",
+            data.substr(0, 2 * kQuantum));
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 308);
+  res = put(session,
+            "bytes " + std::to_string(2 * kQuantum) + "-" + std::to_string(data.size() - 1) + "/" +
+                std::to_string(data.size()),
+            data.substr(2 * kQuantum));
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(emu_->get_object_data(kBucket, "paced-resumable").value(), data);
+}
+
 TEST_F(UploadTest, ResumableInChunksWithStatusQueries) {
   const std::string data = pattern(2 * kQuantum + 1000);
   const std::string session = start_session("big%20one");
@@ -209,6 +242,23 @@ TEST_F(UploadTest, GcloudStyleResumablePrefixAndMetadataBody) {
   ASSERT_EQ(res->status, 200) << res->body;
   EXPECT_EQ(json_string(res->body, "name"), "from-body");
   EXPECT_EQ(json_string(res->body, "contentType"), "image/png");
+}
+
+TEST_F(UploadTest, WithoutMd5ObjectsHaveOnlyACrc32c) {
+  EmulatorOptions options;
+  options.compute_md5 = false;
+  emu_.reset();
+  start(options);
+  auto res = client_->Post((upload_base() + "?uploadType=media&name=no-md5").c_str(), "payload",
+                           "application/octet-stream");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  auto doc = parse_json(res->body);
+  EXPECT_FALSE(doc.HasMember("md5Hash"));
+  EXPECT_STREQ(doc["crc32c"].GetString(), crc32c_to_base64(crc32c("payload")).c_str());
+  // An MD5 the client sends is still checked.
+  res = multipart(R"({"name":"bad-md5","md5Hash":"XrY7u+Ae7tCTyyK7j1rNww=="})", "payload");
+  EXPECT_EQ(res->status, 400);
 }
 
 TEST_F(UploadTest, BodiesAboveTheLimitGet413) {

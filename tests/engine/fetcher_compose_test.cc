@@ -194,6 +194,37 @@ TEST_P(ComposeTest, CleanupDeletesOnlyLeftoverComposites) {
   EXPECT_EQ(cleanup(*store_, bucket_, young).value(), 0u);  // too young: a job may be using it
 }
 
+TEST_P(ComposeTest, CleanupAlsoDeletesCheckpointPartsWithinThePrefix) {
+  const std::string composite = std::string(kComposedObjectsPrefix) + "a";
+  put(composite, "x");
+  put("ckpt/m.pt.dataflux-part-0123456789abcdef-00001", "p");
+  put("other/n.pt.dataflux-part-0123456789abcdef-00002", "p");
+  put("ckpt/m.pt", "final");
+
+  CleanupOptions dry;
+  dry.dry_run = true;
+  std::vector<std::string> reported;
+  dry.on_delete = [&](const ObjectMetadata& o) { reported.push_back(o.name); };
+  EXPECT_EQ(cleanup(*store_, bucket_, dry).value(), 3u);
+  EXPECT_EQ(reported.size(), 3u);
+  EXPECT_EQ(list("ckpt/").size(), 2u);  // nothing deleted
+
+  CleanupOptions only_ckpt;
+  only_ckpt.prefix = "ckpt/";
+  EXPECT_EQ(cleanup(*store_, bucket_, only_ckpt).value(), 1u);
+  EXPECT_EQ(list("ckpt/").size(), 1u);   // the checkpoint itself stays
+  EXPECT_EQ(list("other/").size(), 1u);  // outside the prefix
+  EXPECT_EQ(composites().size(), 1u);    // at the root, outside the prefix
+
+  CleanupOptions composites_only;
+  composites_only.upload_parts = false;
+  EXPECT_EQ(cleanup(*store_, bucket_, composites_only).value(), 1u);
+  EXPECT_TRUE(composites().empty());
+  EXPECT_EQ(list("other/").size(), 1u);
+  EXPECT_EQ(cleanup(*store_, bucket_).value(), 1u);  // both kinds, everywhere
+  EXPECT_TRUE(list("other/").empty());
+}
+
 TEST_P(ComposeTest, UniqueNamesLiveUnderThePrefix) {
   std::string a = internal::unique_composite_name(), b = internal::unique_composite_name();
   EXPECT_NE(a, b);

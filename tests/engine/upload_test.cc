@@ -4,6 +4,9 @@
 
 #include <gmock/gmock.h>
 
+#include <atomic>
+#include <thread>
+
 #include "engine/upload_parts.h"
 #include "engine/upload_test_env.h"
 
@@ -105,6 +108,35 @@ TEST_P(UploadTest, MemoryIsBoundedByPartsInFlight) {
   EXPECT_LE(s.peak_buffered_bytes, 2 * kPart);
   EXPECT_LE(s.peak_parts_in_flight, 2);
   EXPECT_EQ(stored("bounded.pt"), chunk + chunk);
+}
+
+// stats() may be read from another thread (a progress reporter) while the writer writes and
+// parts upload; under TSan this is where an unsynchronised counter shows.
+TEST_P(UploadTest, StatsCanBeReadFromAnotherThreadWhileWriting) {
+  for (UploadStrategy strategy : {UploadStrategy::kParts, UploadStrategy::kSingleStream}) {
+    auto up = uploader("watched.pt", small_parts(strategy, 2));
+    ASSERT_TRUE(up);
+    std::atomic<bool> stop{false};
+    std::uint64_t last = 0;
+    bool monotonic = true;
+    std::thread watcher([&] {
+      while (!stop.load()) {
+        const std::uint64_t now = up->stats().bytes;
+        monotonic = monotonic && now >= last;
+        last = now;
+      }
+    });
+    const std::string data = random_bytes(8 * kPart + 5, 21);
+    const absl::Status written = write_uneven(*up, data);
+    auto meta = up->commit();
+    stop = true;
+    watcher.join();
+    ASSERT_TRUE(written.ok()) << written;
+    ASSERT_TRUE(meta.ok()) << meta.status();
+    EXPECT_TRUE(monotonic);
+    EXPECT_EQ(up->stats().bytes, data.size());
+    EXPECT_EQ(stored("watched.pt"), data);
+  }
 }
 
 TEST_P(UploadTest, GrowingPartSizesKeepOffsetsRight) {

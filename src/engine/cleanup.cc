@@ -1,0 +1,86 @@
+// cleanup(): deletes the temporary objects a crashed job leaves behind, both kinds in one pass
+// over the listing: compose batches (kComposedObjectsPrefix) and checkpoint parts
+// ("<object>.dataflux-part-...").
+#include <atomic>
+#include <mutex>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "dataflux/fetch.h"
+#include "engine/upload_parts.h"
+
+namespace dataflux {
+namespace {
+
+constexpr int kDeleteThreads = 16;
+
+// The narrowest listing prefix that still sees every candidate, or nullopt when nothing under
+// `prefix` can be a candidate.
+std::optional<std::string> listing_prefix(const CleanupOptions& options) {
+  if (options.upload_parts) return options.prefix;  // parts can be anywhere under the prefix
+  if (!options.composed_objects) return std::nullopt;
+  const std::string composed = kComposedObjectsPrefix;
+  if (absl::StartsWith(options.prefix, composed)) return options.prefix;
+  if (absl::StartsWith(composed, options.prefix)) return composed;
+  return std::nullopt;
+}
+
+bool is_candidate(const ObjectMetadata& object, const CleanupOptions& options) {
+  if (!absl::StartsWith(object.name, options.prefix)) return false;
+  if (options.composed_objects && absl::StartsWith(object.name, kComposedObjectsPrefix)) {
+    return true;
+  }
+  return options.upload_parts && internal::is_upload_part_name(object.name);
+}
+
+}  // namespace
+
+absl::StatusOr<std::size_t> cleanup(ObjectStore& store, const std::string& bucket,
+                                    CleanupOptions options) {
+  const auto prefix = listing_prefix(options);
+  if (!prefix) return 0;
+  const auto cutoff = std::chrono::system_clock::now() - options.min_age;
+  std::atomic<std::size_t> deleted{0};
+  std::mutex report_mu;  // on_delete is called from several threads, one at a time
+  ListObjectsRequest list;
+  list.bucket = bucket;
+  list.prefix = *prefix;
+  do {
+    auto page = store.list_objects(list);
+    if (!page.ok()) return page.status();
+    std::vector<const ObjectMetadata*> doomed;
+    for (const auto& object : page->objects) {
+      if (!is_candidate(object, options)) continue;
+      if (options.min_age.count() > 0 && object.updated > cutoff) continue;
+      doomed.push_back(&object);
+    }
+    absl::Status status = internal::parallel_for(
+        static_cast<int>(doomed.size()), kDeleteThreads, [&](int i) -> absl::Status {
+          const ObjectMetadata& object = *doomed[static_cast<std::size_t>(i)];
+          if (!options.dry_run) {
+            DeleteObjectRequest remove;
+            remove.bucket = bucket;
+            remove.object = object.name;
+            // Only the generation that was listed: a newer object under the name is not ours.
+            if (object.generation != 0) remove.if_generation_match = object.generation;
+            absl::Status s = store.delete_object(remove);
+            if (s.code() == absl::StatusCode::kNotFound ||
+                s.code() == absl::StatusCode::kFailedPrecondition) {
+              return absl::OkStatus();  // gone or replaced meanwhile: not ours to count
+            }
+            if (!s.ok()) return s;
+          }
+          deleted.fetch_add(1);
+          if (options.on_delete) {
+            std::lock_guard<std::mutex> lock(report_mu);
+            options.on_delete(object);
+          }
+          return absl::OkStatus();
+        });
+    if (!status.ok()) return status;
+    list.page_token = page->next_page_token;
+  } while (!list.page_token.empty());
+  return deleted.load();
+}
+
+}  // namespace dataflux
