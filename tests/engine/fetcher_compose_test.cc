@@ -207,22 +207,22 @@ TEST_P(ComposeTest, CleanupAlsoDeletesCheckpointPartsWithinThePrefix) {
   dry.on_delete = [&](const ObjectMetadata& o) { reported.push_back(o.name); };
   EXPECT_EQ(cleanup(*store_, bucket_, dry).value(), 3u);
   EXPECT_EQ(reported.size(), 3u);
-  EXPECT_EQ(list("ckpt/").size(), 2u);  // nothing deleted
+  EXPECT_EQ(stored("ckpt/").size(), 2u);  // nothing deleted
 
   CleanupOptions only_ckpt;
   only_ckpt.prefix = "ckpt/";
   EXPECT_EQ(cleanup(*store_, bucket_, only_ckpt).value(), 1u);
-  EXPECT_EQ(list("ckpt/").size(), 1u);   // the checkpoint itself stays
-  EXPECT_EQ(list("other/").size(), 1u);  // outside the prefix
-  EXPECT_EQ(composites().size(), 1u);    // at the root, outside the prefix
+  EXPECT_EQ(stored("ckpt/").size(), 1u);   // the checkpoint itself stays
+  EXPECT_EQ(stored("other/").size(), 1u);  // outside the prefix
+  EXPECT_EQ(composites().size(), 1u);      // at the root, outside the prefix
 
   CleanupOptions composites_only;
   composites_only.upload_parts = false;
   EXPECT_EQ(cleanup(*store_, bucket_, composites_only).value(), 1u);
   EXPECT_TRUE(composites().empty());
-  EXPECT_EQ(list("other/").size(), 1u);
+  EXPECT_EQ(stored("other/").size(), 1u);
   EXPECT_EQ(cleanup(*store_, bucket_).value(), 1u);  // both kinds, everywhere
-  EXPECT_TRUE(list("other/").empty());
+  EXPECT_TRUE(stored("other/").empty());
 }
 
 TEST_P(ComposeTest, UniqueNamesLiveUnderThePrefix) {

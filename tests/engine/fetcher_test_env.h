@@ -104,6 +104,22 @@ class StoreTest : public ::testing::TestWithParam<std::string> {
     return listing.ok() ? *listing : std::vector<ObjectEntry>();
   }
 
+  // Every stored name under `prefix`, Dataflux's temporaries included, straight from the server.
+  std::vector<std::string> stored(const std::string& prefix) {
+    std::vector<std::string> out;
+    ListObjectsRequest request;
+    request.bucket = bucket_;
+    request.prefix = prefix;
+    do {
+      auto page = store_->list_objects(request);
+      EXPECT_TRUE(page.ok()) << page.status();
+      if (!page.ok()) break;
+      for (const auto& o : page->objects) out.push_back(o.name);
+      request.page_token = page->next_page_token;
+    } while (!request.page_token.empty());
+    return out;
+  }
+
   // Names under the compose prefix, straight from the server.
   std::vector<std::string> composites() {
     std::vector<std::string> out;
