@@ -522,8 +522,8 @@ Reply ObjectService::upload_start(const Route& route, const httplib::Request& re
   if (!hash.md5.empty() && meta->expected_md5_base64.empty()) meta->expected_md5_base64 = hash.md5;
   // A media upload's body is the object: move it instead of copying (hundreds of MiB in the
   // benchmarks). httplib's Request is its own non-const local, so the cast is sound.
-  std::string bytes = type == "media" ? std::move(const_cast<std::string&>(req.body))
-                                      : std::string(data);
+  std::string bytes =
+      type == "media" ? std::move(const_cast<std::string&>(req.body)) : std::string(data);
   auto object = store_->insert(route.bucket, name, std::move(bytes), *meta, *pre);
   if (!object.ok()) return status_reply(object.status());
   return json_reply(object_json(*object, endpoint_));

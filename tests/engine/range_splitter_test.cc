@@ -183,7 +183,11 @@ TEST(RangeSplitterTest, ExtrapolatedCutsFollowThePage) {
   ASSERT_FALSE(spread.empty());
   EXPECT_GT(spread.back().substr(0, 5), "c-000");
   std::vector<std::uint32_t> cp;
-  for (const auto& c : splitter.extrapolate("\xc3\xa9" "a", "\xc3\xa9" "z", "", 5, 1)) {
+  for (const auto& c : splitter.extrapolate("\xc3\xa9"
+                                            "a",
+                                            "\xc3\xa9"
+                                            "z",
+                                            "", 5, 1)) {
     EXPECT_TRUE(decode_utf8(c, &cp));
   }
 }
