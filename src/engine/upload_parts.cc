@@ -7,12 +7,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/read_checks.h"
 #include "dataflux/crc32c.h"
 
 namespace dataflux::internal {
 namespace {
-
-std::string crc_text(std::uint32_t crc) { return crc32c_to_base64(crc); }
 
 absl::Status with_context(const absl::Status& s, const std::string& context) {
   return absl::Status(s.code(), absl::StrCat(context, ": ", s.message()));
@@ -171,8 +170,8 @@ absl::Status ComposeMultipartUpload::upload_part(int number, std::string_view da
   if (stored->size != part.size || (stored->crc32c && *stored->crc32c != part.crc)) {
     return absl::DataLossError(absl::StrCat(
         object_url(*store_, request_.bucket, part.name), ": the server stored ", stored->size,
-        " bytes with CRC32C ", stored->crc32c ? crc_text(*stored->crc32c) : "none", " but ",
-        part.size, " bytes with CRC32C ", crc_text(part.crc), " were sent"));
+        " bytes with CRC32C ", stored->crc32c ? crc32c_text(*stored->crc32c) : "none", " but ",
+        part.size, " bytes with CRC32C ", crc32c_text(part.crc), " were sent"));
   }
   part.generation = stored->generation;
   part.uploaded = true;
@@ -265,10 +264,10 @@ absl::StatusOr<ObjectMetadata> ComposeMultipartUpload::complete() {
     del.object = request_.object;
     del.if_generation_match = published->generation;
     (void)store_->delete_object(del);
-    return fail(absl::DataLossError(
-        absl::StrCat("upload ", url_, ": the composed object has ", published->size,
-                     " bytes, CRC32C ", published->crc32c ? crc_text(*published->crc32c) : "none",
-                     "; expected ", total, " bytes, CRC32C ", crc_text(total_crc))));
+    return fail(absl::DataLossError(absl::StrCat(
+        "upload ", url_, ": the composed object has ", published->size, " bytes, CRC32C ",
+        published->crc32c ? crc32c_text(*published->crc32c) : "none", "; expected ", total,
+        " bytes, CRC32C ", crc32c_text(total_crc))));
   }
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "core/read_checks.h"
 #include "core/thread_pool.h"
 #include "dataflux/crc32c.h"
 #include "gcs/gcs_json.h"
@@ -24,10 +25,6 @@ std::optional<std::uint64_t> parse_u64(std::string_view text) {
   std::uint64_t v = 0;
   if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(av(text)), &v)) return std::nullopt;
   return v;
-}
-
-std::string crc_text(std::uint32_t crc) {
-  return absl::StrFormat("0x%08x (%s)", crc, crc32c_to_base64(crc));
 }
 
 }  // namespace
@@ -208,15 +205,10 @@ absl::StatusOr<ReadObjectResult> ReadOperation::finish_success() {
   result.crc32c = server_crc32c_;
   result.attempts = attempts_;
   if (whole_object() && request_.verify_crc32c) {
-    if (server_crc32c_ && *server_crc32c_ != crc_) {
-      return absl::DataLossError(absl::StrCat(context(), ": CRC32C mismatch: the server reports ",
-                                              crc_text(*server_crc32c_), " but the ", delivered_,
-                                              " bytes received have ", crc_text(crc_)));
-    }
-    if (request_.expected_crc32c && *request_.expected_crc32c != crc_) {
-      return absl::DataLossError(absl::StrCat(context(), ": CRC32C mismatch: expected ",
-                                              crc_text(*request_.expected_crc32c), " but the ",
-                                              delivered_, " bytes received have ", crc_text(crc_)));
+    if (auto s = check_whole_object_crc32c(context(), delivered_, crc_, server_crc32c_,
+                                           request_.expected_crc32c);
+        !s.ok()) {
+      return s;
     }
     result.crc32c_verified = server_crc32c_.has_value() || request_.expected_crc32c.has_value();
   }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/http_status.h"
+#include "core/read_checks.h"
 #include "dataflux/crc32c.h"
 #include "dataflux/gcs.h"
 #include "dataflux/url.h"
@@ -21,6 +22,7 @@
 namespace dataflux {
 namespace {
 
+using internal::crc32c_text;
 using internal::GcsClient;
 using internal::gs_url;
 using internal::HttpRequest;
@@ -45,10 +47,6 @@ absl::Status validate(const std::string& bucket, const std::string& object,
                                               " ", gs_url(bucket, object)));
   }
   return absl::OkStatus();
-}
-
-std::string crc_text(std::uint32_t crc) {
-  return absl::StrFormat("0x%08x (%s)", crc, crc32c_to_base64(crc));
 }
 
 class GcsStoreImpl : public GcsStore {
@@ -160,8 +158,8 @@ class GcsStoreImpl : public GcsStore {
     if (!metadata.ok()) return metadata.status();
     if (metadata->crc32c && *metadata->crc32c != crc) {
       return absl::DataLossError(absl::StrCat(context, ": the stored object's CRC32C is ",
-                                              crc_text(*metadata->crc32c), " but ", crc_text(crc),
-                                              " was uploaded"));
+                                              crc32c_text(*metadata->crc32c), " but ",
+                                              crc32c_text(crc), " was uploaded"));
     }
     return metadata;
   }

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "core/http_status.h"
+#include "core/read_checks.h"
 #include "dataflux/crc32c.h"
 #include "gcs/gcs_json.h"
 #include "gcs/gcs_paths.h"
@@ -18,10 +19,6 @@ namespace dataflux::internal {
 namespace {
 
 absl::string_view av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
-
-std::string crc_text(std::uint32_t crc) {
-  return absl::StrFormat("0x%08x (%s)", crc, crc32c_to_base64(crc));
-}
 
 }  // namespace
 
@@ -192,8 +189,8 @@ absl::StatusOr<ObjectMetadata> GcsWriteSession::verify_finished(ObjectMetadata m
   if (!expected && crc_known_) expected = crc_;
   if (expected && metadata.crc32c && *metadata.crc32c != *expected) {
     return absl::DataLossError(absl::StrCat(context_, ": the stored object's CRC32C is ",
-                                            crc_text(*metadata.crc32c), " but ",
-                                            crc_text(*expected), " was uploaded"));
+                                            crc32c_text(*metadata.crc32c), " but ",
+                                            crc32c_text(*expected), " was uploaded"));
   }
   return metadata;
 }

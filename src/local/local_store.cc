@@ -18,6 +18,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/http_status.h"
+#include "core/read_checks.h"
 #include "dataflux/crc32c.h"
 #include "dataflux/local.h"
 #include "local/local_files.h"
@@ -352,8 +353,8 @@ class LocalStore : public ObjectStore, public std::enable_shared_from_this<Local
     if (request.crc32c && *request.crc32c != crc) {
       unlink(temp.c_str());
       return absl::DataLossError(absl::StrCat(
-          what, ": CRC32C mismatch: the caller expected ", crc32c_to_base64(*request.crc32c),
-          " but the bytes written have ", crc32c_to_base64(crc)));
+          what, ": CRC32C mismatch: the caller expected ", internal::crc32c_text(*request.crc32c),
+          " but the bytes written have ", internal::crc32c_text(crc)));
     }
     if (options_.fsync && fsync(fd) != 0) {
       int err = errno;
@@ -442,12 +443,11 @@ class LocalStore : public ObjectStore, public std::enable_shared_from_this<Local
     result.generation = generation;
     result.crc32c = internal::load_crc32c(*path, generation);
     if (whole) {
-      for (auto expected : {result.crc32c, request.expected_crc32c}) {
-        if (expected && *expected != *crc) {
-          return absl::DataLossError(absl::StrCat(
-              what, ": CRC32C mismatch: expected ", crc32c_to_base64(*expected), ", read ",
-              crc32c_to_base64(*crc), " (the file changed or is corrupted)"));
-        }
+      // The stored checksum plays the server's part: a mismatch means the file changed or rotted.
+      if (auto s = internal::check_whole_object_crc32c(what, n, *crc, result.crc32c,
+                                                       request.expected_crc32c);
+          !s.ok()) {
+        return s;
       }
       result.crc32c_verified = result.crc32c.has_value() || request.expected_crc32c.has_value();
     }

@@ -1,0 +1,28 @@
+// Checks every backend makes on the bytes it moves: CRC32C values in messages, and the
+// verdict on a completed whole-object read.
+//
+//   auto s = check_whole_object_crc32c("GET gs://b/o", bytes, received, server, expected);
+//   if (!s.ok()) return s;  // DataLoss naming both checksums
+#ifndef DATAFLUX_SRC_CORE_READ_CHECKS_H_
+#define DATAFLUX_SRC_CORE_READ_CHECKS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace dataflux::internal {
+
+// "0x1a2b3c4d (base64)": how messages show a CRC32C, in both forms users meet.
+std::string crc32c_text(std::uint32_t crc);
+
+// After a whole object of `bytes` bytes arrived with checksum `received`: DataLoss when it
+// differs from the server's or the caller's expected value, naming `context` and both values.
+absl::Status check_whole_object_crc32c(const std::string& context, std::uint64_t bytes,
+                                       std::uint32_t received, std::optional<std::uint32_t> server,
+                                       std::optional<std::uint32_t> expected);
+
+}  // namespace dataflux::internal
+
+#endif  // DATAFLUX_SRC_CORE_READ_CHECKS_H_
