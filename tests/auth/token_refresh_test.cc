@@ -343,7 +343,7 @@ TEST(TokenRefresh, MetadataServerThatNeverAnswersFailsFast) {
   auto start = std::chrono::steady_clock::now();
   auto header = make_google_default_credentials()->authorization_header();
   auto elapsed = std::chrono::steady_clock::now() - start;
-  EXPECT_LT(elapsed, std::chrono::milliseconds(1500));
+  EXPECT_LT(elapsed, std::chrono::milliseconds(3000));  // ~1 s, not libcurl's minutes
   EXPECT_GE(elapsed, std::chrono::milliseconds(900));
   ASSERT_FALSE(header.ok());
   EXPECT_THAT(std::string(header.status().message()), HasSubstr("GCE metadata server"));

