@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/io_buffer.h"
 #include "dataflux/gcs.h"
 #include "dataflux/upload.h"
 #include "engine/ranged_read.h"
@@ -112,9 +113,9 @@ int main(int argc, char** argv) {
     } else if (variant != "load-ranged") {
       die("unknown variant " + variant);
     }
-    std::unique_ptr<char[]> buffer;
+    dataflux::internal::IoBuffer buffer;  // what CheckpointReader loads into
     auto r = dataflux::internal::read_object_ranged(*s, bucket, object, o, [&](std::uint64_t n) {
-      buffer.reset(new char[n]);
+      buffer = dataflux::internal::allocate_io_buffer(n);
       return buffer.get();
     });
     if (!r.ok()) die(r.status().ToString());

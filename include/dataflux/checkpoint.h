@@ -90,7 +90,7 @@ class CheckpointReader {
  private:
   char* data_ = nullptr;
   std::size_t size_ = 0;
-  std::size_t mapped_ = 0;
+  std::size_t mapped_ = 0;  // bytes of data_ mapped with mmap; 0: a heap block
   ObjectMetadata metadata_;
 };
 

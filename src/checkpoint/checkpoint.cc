@@ -1,12 +1,11 @@
 // dataflux::save / load and their writer, reader, CheckpointIO and AsyncCheckpointer.
 #include "dataflux/checkpoint.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "core/io_buffer.h"
 #include "dataflux/url.h"
 #include "engine/ranged_read.h"
 #include "engine/upload_parts.h"
@@ -95,16 +94,13 @@ CheckpointReader::CheckpointReader(const std::string& url, const CheckpointOptio
   auto result = internal::read_object_ranged(
       *t.store, t.url.bucket, t.url.object, read, [this](std::uint64_t size) -> char* {
         if (size == 0) return nullptr;
-        // Fresh anonymous memory with huge pages: first-touch dominates large loads otherwise.
-        void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) return nullptr;
-        (void)madvise(p, size, MADV_HUGEPAGE);
-        data_ = static_cast<char*>(p);
-        mapped_ = size;
+        internal::IoBuffer buffer = internal::allocate_io_buffer(size);
+        mapped_ = buffer.get_deleter().mapped;
+        data_ = buffer.release();
         return data_;
       });
   if (!result.ok()) {
-    if (data_) munmap(data_, mapped_);
+    internal::IoBufferDeleter{mapped_}(data_);
     data_ = nullptr;
     throw Error(result.status());
   }
@@ -112,9 +108,7 @@ CheckpointReader::CheckpointReader(const std::string& url, const CheckpointOptio
   metadata_ = result->metadata;
 }
 
-CheckpointReader::~CheckpointReader() {
-  if (data_) munmap(data_, mapped_);
-}
+CheckpointReader::~CheckpointReader() { internal::IoBufferDeleter{mapped_}(data_); }
 
 std::size_t CheckpointReader::read(std::uint64_t pos, void* buffer, std::size_t n) const {
   if (pos >= size_) return 0;

@@ -2,7 +2,6 @@
 // torch headers (the order, partition and listing logic is torch-free, in dataset_state.cc).
 #include "dataflux/dataset.h"
 
-#include <ATen/ops/empty.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/tensor.h>
 #include <torch/serialize/input-archive.h>
@@ -12,6 +11,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "data/byte_tensor.h"
 #include "data/dataset_state.h"
 
 namespace dataflux {
@@ -34,13 +34,9 @@ std::shared_ptr<DatasetState> open_dataset(const std::string& url, const Dataset
   return value_or_throw(make_dataset_state(std::move(config)));
 }
 
-at::Tensor byte_tensor(std::uint64_t size) {
-  return at::empty({static_cast<std::int64_t>(size)}, at::kByte);
-}
-
 // A uint8 tensor as a fetch buffer: the read lands in the tensor that becomes the sample.
 FetchBuffer tensor_buffer(std::uint64_t size) {
-  auto tensor = std::make_shared<at::Tensor>(byte_tensor(size));
+  auto tensor = std::make_shared<at::Tensor>(internal::byte_tensor(size));
   FetchBuffer buffer;
   buffer.data = static_cast<char*>(tensor->data_ptr());
   buffer.owner = std::move(tensor);

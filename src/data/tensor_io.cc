@@ -1,15 +1,36 @@
 #include "dataflux/tensor_io.h"
 
 #include <ATen/ops/empty.h>
+#include <ATen/ops/from_blob.h>
+
+#include <new>
 
 #include "absl/strings/str_cat.h"
+#include "core/io_buffer.h"
+#include "data/byte_tensor.h"
 
 namespace dataflux {
+namespace internal {
+
+at::Tensor byte_tensor(std::uint64_t size) {
+  if (size < kHugePageBufferBytes) return at::empty({static_cast<std::int64_t>(size)}, at::kByte);
+  IoBuffer buffer = allocate_io_buffer(size);
+  if (!buffer) throw std::bad_alloc();
+  const IoBufferDeleter release = buffer.get_deleter();
+  char* data = buffer.get();
+  at::Tensor tensor = at::from_blob(
+      data, {static_cast<std::int64_t>(size)},
+      [release](void* p) { release(static_cast<char*>(p)); }, at::kByte);
+  (void)buffer.release();  // the tensor's storage owns it now
+  return tensor;
+}
+
+}  // namespace internal
 
 at::Tensor read_object_tensor(ObjectStore& store, const std::string& bucket,
                               const std::string& object) {
   ObjectMetadata meta = value_or_throw(store.get_object_metadata(bucket, object));
-  at::Tensor tensor = at::empty({static_cast<std::int64_t>(meta.size)}, at::kByte);
+  at::Tensor tensor = internal::byte_tensor(meta.size);
   ReadObjectRequest request;
   request.bucket = bucket;
   request.object = object;

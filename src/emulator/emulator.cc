@@ -16,6 +16,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/io_buffer.h"
 #include "emulator/auth.h"
 #include "emulator/control.h"
 #include "emulator/resources.h"
@@ -310,6 +311,8 @@ class Emulator::Impl {
     std::string body;
     if (auto length = internal::parse_u64(req.get_header_value("Content-Length"))) {
       body.reserve(static_cast<std::size_t>(*length));  // bounded by the pre-routing check
+      // A GiB-sized upload otherwise spends more CPU on page faults than on copying.
+      dataflux::internal::advise_huge_pages(body.data(), body.capacity());
     }
     const double rate = control_.model().stream_bytes_per_second;
     const auto started = std::chrono::steady_clock::now();

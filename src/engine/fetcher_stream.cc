@@ -3,8 +3,10 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <new>
 #include <utility>
 
+#include "core/io_buffer.h"
 #include "dataflux/fetch.h"
 
 namespace dataflux {
@@ -29,7 +31,8 @@ struct PrefetchStream::State {
 namespace {
 
 FetchBuffer heap_buffer(std::uint64_t size) {
-  std::shared_ptr<char[]> data(new char[std::max<std::uint64_t>(size, 1)]);
+  std::shared_ptr<char[]> data = internal::allocate_io_buffer(size);
+  if (!data) throw std::bad_alloc();
   FetchBuffer buffer;
   buffer.data = data.get();
   buffer.owner = std::move(data);

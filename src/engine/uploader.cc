@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/io_buffer.h"
 #include "dataflux/crc32c.h"
 #include "dataflux/upload.h"
 #include "engine/upload_parts.h"
@@ -142,7 +143,7 @@ class PartUploader : public Uploader {
 
  private:
   struct Buffer {
-    std::unique_ptr<char[]> data;
+    internal::IoBuffer data;  // huge pages for large parts: filling them faults less
     std::uint64_t capacity = 0;
     std::uint64_t size = 0;
     int number = 0;
@@ -166,7 +167,11 @@ class PartUploader : public Uploader {
         break;
       }
       if (buffers_ < options_.max_parts_in_flight) {
-        current_.data.reset(new char[capacity]);  // uninitialised: no first-touch cost here
+        current_.data = internal::allocate_io_buffer(capacity);  // uninitialised
+        if (!current_.data) {
+          return absl::ResourceExhaustedError(
+              absl::StrCat("upload ", url_, ": no memory for a part of ", capacity, " bytes"));
+        }
         current_.capacity = capacity;
         ++buffers_;
         allocated_ += capacity;

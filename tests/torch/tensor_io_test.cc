@@ -54,6 +54,20 @@ TEST_P(TensorIoTest, TensorRoundTripIsBitExact) {
   EXPECT_TRUE(at::equal(bytes.view(at::kFloat), values));
 }
 
+// Past 8 MiB the bytes land in a huge-page mapping that the tensor's storage owns and frees.
+TEST_P(TensorIoTest, LargeTensorRoundTripIsBitExactAndOwnsItsMemory) {
+  at::Tensor values = at::arange(0, 3 << 20, at::kInt).mul_(7);  // 12 MiB
+  write_object_tensor(*store_, bucket_, "tensors/large.bin", values);
+  at::Tensor copy;
+  {
+    at::Tensor bytes = read_object_tensor(*store_, bucket_, "tensors/large.bin");
+    ASSERT_EQ(bytes.numel(), static_cast<int64_t>(values.nbytes()));
+    EXPECT_TRUE(bytes.is_contiguous());
+    copy = bytes.view(at::kInt);  // shares the storage beyond `bytes`
+  }
+  EXPECT_TRUE(at::equal(copy, values));
+}
+
 TEST_P(TensorIoTest, MissingObjectThrowsErrorWithStatus) {
   try {
     read_object_tensor(*store_, bucket_, "no/such/object");
