@@ -18,37 +18,49 @@ void field(JsonWriter& w, const char* key, const std::string& value) {
   w.String(value);
 }
 
-void write_object(JsonWriter& w, const ObjectRecord& o, const std::string& endpoint) {
-  const std::string encoded = percent_encode(o.name);
+void write_object(JsonWriter& w, const ObjectRecord& o, const std::string& endpoint,
+                  const FieldMask& m) {
+  // Strings are built only for members the reply keeps: a listing of 1,000 objects asks for few.
   const std::string generation = std::to_string(o.generation);
+  auto encoded = [&] { return percent_encode(o.name); };
   w.StartObject();
-  field(w, "kind", "storage#object");
-  field(w, "id", absl::StrCat(o.bucket, "/", o.name, "/", generation));
-  field(w, "selfLink", absl::StrCat(endpoint, "/storage/v1/b/", o.bucket, "/o/", encoded));
-  field(w, "mediaLink",
-        absl::StrCat(endpoint, "/download/storage/v1/b/", o.bucket, "/o/", encoded,
-                     "?generation=", generation, "&alt=media"));
-  field(w, "name", o.name);
-  field(w, "bucket", o.bucket);
-  field(w, "generation", generation);
-  field(w, "metageneration", std::to_string(o.metageneration));
-  field(w, "contentType", o.content_type);
-  field(w, "storageClass", "STANDARD");
-  field(w, "size", std::to_string(o.size()));
-  if (!o.md5_base64.empty()) field(w, "md5Hash", o.md5_base64);
-  field(w, "crc32c", crc32c_to_base64(o.crc32c));
-  field(w, "etag", absl::Base64Escape(absl::StrCat(generation, "/", o.metageneration)));
-  field(w, "timeCreated", rfc3339(o.created_us));
-  field(w, "updated", rfc3339(o.updated_us));
-  field(w, "timeStorageClassUpdated", rfc3339(o.created_us));
-  if (o.component_count > 0) {
+  if (m.keeps("kind")) field(w, "kind", "storage#object");
+  if (m.keeps("id")) field(w, "id", absl::StrCat(o.bucket, "/", o.name, "/", generation));
+  if (m.keeps("selfLink")) {
+    field(w, "selfLink", absl::StrCat(endpoint, "/storage/v1/b/", o.bucket, "/o/", encoded()));
+  }
+  if (m.keeps("mediaLink")) {
+    field(w, "mediaLink",
+          absl::StrCat(endpoint, "/download/storage/v1/b/", o.bucket, "/o/", encoded(),
+                       "?generation=", generation, "&alt=media"));
+  }
+  if (m.keeps("name")) field(w, "name", o.name);
+  if (m.keeps("bucket")) field(w, "bucket", o.bucket);
+  if (m.keeps("generation")) field(w, "generation", generation);
+  if (m.keeps("metageneration")) field(w, "metageneration", std::to_string(o.metageneration));
+  if (m.keeps("contentType")) field(w, "contentType", o.content_type);
+  if (m.keeps("storageClass")) field(w, "storageClass", "STANDARD");
+  if (m.keeps("size")) field(w, "size", std::to_string(o.size()));
+  if (!o.md5_base64.empty() && m.keeps("md5Hash")) field(w, "md5Hash", o.md5_base64);
+  if (m.keeps("crc32c")) field(w, "crc32c", crc32c_to_base64(o.crc32c));
+  if (m.keeps("etag")) {
+    field(w, "etag", absl::Base64Escape(absl::StrCat(generation, "/", o.metageneration)));
+  }
+  if (m.keeps("timeCreated")) field(w, "timeCreated", rfc3339(o.created_us));
+  if (m.keeps("updated")) field(w, "updated", rfc3339(o.updated_us));
+  if (m.keeps("timeStorageClassUpdated")) {
+    field(w, "timeStorageClassUpdated", rfc3339(o.created_us));
+  }
+  if (o.component_count > 0 && m.keeps("componentCount")) {
     w.Key("componentCount");
     w.Int(o.component_count);
   }
-  if (!o.metadata.empty()) {
+  if (!o.metadata.empty() && m.keeps("metadata")) {
+    const FieldMask& keys = m.inside("metadata");
     w.Key("metadata");
     w.StartObject();
     for (const auto& [key, value] : o.metadata) {
+      if (!keys.keeps(key)) continue;
       w.Key(key.data(), static_cast<rapidjson::SizeType>(key.size()));
       w.String(value);
     }
@@ -80,10 +92,11 @@ std::string finish(const rapidjson::StringBuffer& buffer) {
 
 }  // namespace
 
-std::string object_json(const ObjectRecord& object, const std::string& endpoint) {
+std::string object_json(const ObjectRecord& object, const std::string& endpoint,
+                        const FieldMask& fields) {
   rapidjson::StringBuffer buffer;
   JsonWriter w(buffer);
-  write_object(w, object, endpoint);
+  write_object(w, object, endpoint, fields);
   return finish(buffer);
 }
 
@@ -108,22 +121,26 @@ std::string bucket_list_json(const std::vector<BucketRecord>& buckets,
   return finish(buffer);
 }
 
-std::string object_list_json(const ListPage& page, const std::string& endpoint) {
+std::string object_list_json(const ListPage& page, const std::string& endpoint,
+                             const FieldMask& fields) {
   rapidjson::StringBuffer buffer;
   JsonWriter w(buffer);
   w.StartObject();
-  field(w, "kind", "storage#objects");
-  if (!page.next_page_token.empty()) field(w, "nextPageToken", page.next_page_token);
-  if (!page.prefixes.empty()) {
+  if (fields.keeps("kind")) field(w, "kind", "storage#objects");
+  if (!page.next_page_token.empty() && fields.keeps("nextPageToken")) {
+    field(w, "nextPageToken", page.next_page_token);
+  }
+  if (!page.prefixes.empty() && fields.keeps("prefixes")) {
     w.Key("prefixes");
     w.StartArray();
     for (const auto& prefix : page.prefixes) w.String(prefix);
     w.EndArray();
   }
-  if (!page.items.empty()) {
+  if (!page.items.empty() && fields.keeps("items")) {
+    const FieldMask& item_fields = fields.inside("items");
     w.Key("items");
     w.StartArray();
-    for (const auto& item : page.items) write_object(w, item, endpoint);
+    for (const auto& item : page.items) write_object(w, item, endpoint, item_fields);
     w.EndArray();
   }
   w.EndObject();
@@ -140,7 +157,7 @@ std::string rewrite_json(const ObjectRecord& object, const std::string& endpoint
   w.Key("done");
   w.Bool(true);
   w.Key("resource");
-  write_object(w, object, endpoint);
+  write_object(w, object, endpoint, FieldMask());
   w.EndObject();
   return finish(buffer);
 }

@@ -5,15 +5,19 @@
 #include <string>
 #include <vector>
 
+#include "emulator/fields.h"
 #include "emulator/store.h"
 
 namespace dataflux::emulator::internal {
 
-// storage#object; generation, metageneration and size are JSON strings, as on GCS.
-std::string object_json(const ObjectRecord& object, const std::string& endpoint);
+// storage#object; generation, metageneration and size are JSON strings, as on GCS. `fields`
+// keeps only the members a request's `fields=` selected.
+std::string object_json(const ObjectRecord& object, const std::string& endpoint,
+                        const FieldMask& fields = FieldMask());
 std::string bucket_json(const BucketRecord& bucket, const std::string& endpoint);
 std::string bucket_list_json(const std::vector<BucketRecord>& buckets, const std::string& endpoint);
-std::string object_list_json(const ListPage& page, const std::string& endpoint);
+std::string object_list_json(const ListPage& page, const std::string& endpoint,
+                             const FieldMask& fields = FieldMask());
 // storage#rewriteResponse, always done in one call.
 std::string rewrite_json(const ObjectRecord& object, const std::string& endpoint);
 

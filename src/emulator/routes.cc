@@ -238,6 +238,10 @@ std::optional<Route> resolve_route(const httplib::Request& req,
 }
 
 Reply ObjectService::execute(const Route& route, const httplib::Request& req) {
+  // A bad selector is refused before anything changes, as GCS does.
+  if (auto fields = FieldMask::parse(req.get_param_value("fields")); !fields.ok()) {
+    return status_reply(fields.status());
+  }
   switch (route.kind) {
     case RouteKind::kBucketList:
       return json_reply(
@@ -283,6 +287,11 @@ Reply ObjectService::execute(const Route& route, const httplib::Request& req) {
   return error_reply(500, "Unhandled route");
 }
 
+Reply ObjectService::object_reply(const ObjectRecord& object, const httplib::Request& req) const {
+  auto fields = FieldMask::parse(req.get_param_value("fields"));  // checked in execute()
+  return json_reply(object_json(object, endpoint_, fields.ok() ? *fields : FieldMask()));
+}
+
 Reply ObjectService::bucket_insert(const httplib::Request& req) {
   auto doc = parse_json(req.body);
   if (!doc.ok()) return status_reply(doc.status());
@@ -311,7 +320,8 @@ Reply ObjectService::object_list(const Route& route, const httplib::Request& req
   }
   auto page = store_->list(route.bucket, q);
   if (!page.ok()) return status_reply(page.status());
-  return json_reply(object_list_json(*page, endpoint_));
+  return json_reply(
+      object_list_json(*page, endpoint_, *FieldMask::parse(req.get_param_value("fields"))));
 }
 
 Reply ObjectService::object_get(const Route& route, const httplib::Request& req, bool media) {
@@ -334,7 +344,7 @@ Reply ObjectService::object_get(const Route& route, const httplib::Request& req,
     reply.status = 304;
     return reply;
   }
-  if (!media) return json_reply(object_json(*object, endpoint_));
+  if (!media) return object_reply(*object, req);
 
   Reply reply;
   const std::uint64_t size = object->size();
@@ -391,7 +401,7 @@ Reply ObjectService::object_patch(const Route& route, const httplib::Request& re
   if (!meta.ok()) return status_reply(meta.status());
   auto object = store_->patch(route.bucket, route.object, meta->content_type, meta->metadata, *pre);
   if (!object.ok()) return status_reply(object.status());
-  return json_reply(object_json(*object, endpoint_));
+  return object_reply(*object, req);
 }
 
 Reply ObjectService::object_compose(const Route& route, const httplib::Request& req) {
@@ -438,7 +448,7 @@ Reply ObjectService::object_compose(const Route& route, const httplib::Request& 
   meta->expected_md5_base64.clear();
   auto object = store_->compose(route.bucket, route.object, sources, *meta, *pre);
   if (!object.ok()) return status_reply(object.status());
-  return json_reply(object_json(*object, endpoint_));
+  return object_reply(*object, req);
 }
 
 Reply ObjectService::object_copy(const Route& route, const httplib::Request& req, bool rewrite) {
@@ -462,7 +472,8 @@ Reply ObjectService::object_copy(const Route& route, const httplib::Request& req
   auto object = store_->copy(route.bucket, route.object, source->generation, route.dst_bucket,
                              route.dst_object, meta, *pre);
   if (!object.ok()) return status_reply(object.status());
-  return json_reply(rewrite ? rewrite_json(*object, endpoint_) : object_json(*object, endpoint_));
+  if (!rewrite) return object_reply(*object, req);
+  return json_reply(rewrite_json(*object, endpoint_));
 }
 
 Reply ObjectService::upload_start(const Route& route, const httplib::Request& req) {
@@ -526,14 +537,14 @@ Reply ObjectService::upload_start(const Route& route, const httplib::Request& re
       type == "media" ? std::move(const_cast<std::string&>(req.body)) : std::string(data);
   auto object = store_->insert(route.bucket, name, std::move(bytes), *meta, *pre);
   if (!object.ok()) return status_reply(object.status());
-  return json_reply(object_json(*object, endpoint_));
+  return object_reply(*object, req);
 }
 
 Reply ObjectService::upload_chunk(const httplib::Request& req) {
   auto outcome = uploads_->put(req.get_param_value("upload_id"), header(req, "Content-Range"),
                                req.body, header(req, "x-goog-hash"));
   if (!outcome.ok()) return status_reply(outcome.status());
-  if (outcome->complete) return json_reply(object_json(*outcome->object, endpoint_));
+  if (outcome->complete) return object_reply(*outcome->object, req);
   Reply reply = json_reply("", 308);
   if (outcome->persisted > 0) {
     reply.headers.emplace_back("Range", absl::StrCat("bytes=0-", outcome->persisted - 1));

@@ -74,6 +74,8 @@ class ObjectService {
   Reply execute(const Route& route, const httplib::Request& req);
 
  private:
+  // The object's resource, with only the members the request's `fields=` selects.
+  Reply object_reply(const ObjectRecord& object, const httplib::Request& req) const;
   Reply bucket_insert(const httplib::Request& req);
   Reply object_list(const Route& route, const httplib::Request& req);
   Reply object_get(const Route& route, const httplib::Request& req, bool media);

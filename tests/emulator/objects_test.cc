@@ -190,6 +190,28 @@ TEST_F(EmulatorTest, ListingWithPrefixDelimiterOffsetsAndPages) {
   EXPECT_EQ(names(res->body, "items"), (std::vector<std::string>{"a/2", "a/b/3", "a/c/", "b"}));
   res = client_->Get((base + "?fields=items(name),nextPageToken").c_str());
   EXPECT_EQ(names(res->body, "items").size(), 7u);
+  {  // only what was selected comes back, as GCS's partial responses do
+    auto doc = parse_json(res->body);
+    EXPECT_FALSE(doc.HasMember("kind"));
+    for (const auto& item : doc["items"].GetArray()) {
+      EXPECT_EQ(item.MemberCount(), 1u);
+    }
+  }
+  res = client_->Get((base + "?fields=items(name,size,crc32c)&maxResults=1").c_str());
+  {
+    auto doc = parse_json(res->body);
+    EXPECT_FALSE(doc.HasMember("nextPageToken"));  // not selected, though there are more
+    ASSERT_EQ(doc["items"].Size(), 1u);
+    const auto& item = doc["items"][0];
+    EXPECT_EQ(item.MemberCount(), 3u);
+    EXPECT_STREQ(item["size"].GetString(), "3");
+    EXPECT_TRUE(item.HasMember("crc32c"));
+  }
+  res = client_->Get((base + "/b?fields=name,generation").c_str());
+  EXPECT_EQ(parse_json(res->body).MemberCount(), 2u);
+  res = client_->Get((base + "?fields=items(name").c_str());
+  EXPECT_EQ(res->status, 400);
+  EXPECT_NE(res->body.find("Invalid field selection"), std::string::npos) << res->body;
 
   // Pages of 2 with a delimiter: prefixes count as entries and are never repeated.
   std::vector<std::string> seen;
