@@ -55,7 +55,7 @@ struct DatasetOptions {
   // defaults the rule never composes a dataset's fetches (see FetchOptions::min_compose_sources):
   // set this where requests, not latency or bytes, are the limit (a 429-ing bucket).
   TORCH_ARG(bool, force_compose) = false;
-  // Workers of the parallel lister; 0 = its default. (The listing is sequential for now.)
+  // Workers of the parallel lister (ListOptions::workers); 0 = its default.
   TORCH_ARG(int, listing_workers) = 0;
   // Retries per storage operation, when the dataset opens its own store (not with store()).
   TORCH_ARG(RetryOptions, retry) = {};
@@ -66,6 +66,9 @@ struct DatasetOptions {
   TORCH_ARG(std::size_t, concurrency) = 256;
   // Bytes of reads in flight (and, for StreamingDataset, read ahead) at once.
   TORCH_ARG(std::uint64_t, max_bytes_in_flight) = 256ull << 20;
+  // Samples larger than this are read as parallel ranges of this size (a 150 MiB sample is
+  // then many streams, not one); 0 reads every sample in one request.
+  TORCH_ARG(std::uint64_t, read_range_size) = 16ull << 20;
   // Objects read ahead of the consumer (at most max_bytes_in_flight of them; 0 = none).
   // StreamingDataset: always, along its order. MapDataset: when get_batch is asked for
   // contiguous runs of indices (a SequentialSampler, or batches in index order), shared by all

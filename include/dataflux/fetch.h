@@ -62,11 +62,15 @@ struct FetchOptions {
   // Objects above this are read directly: parallel streams beat one composite stream.
   std::uint64_t max_compose_source_size = 1 << 20;
   bool force_compose = false;  // compose every eligible batch of 2+ (tests and benchmarks)
+  // Objects larger than this are read as parallel ranges of this size (each within the
+  // budgets above), so one 150 MiB sample is not one 100 MB/s stream; 0 never splits.
+  std::uint64_t range_size = 16 << 20;
 };
 
 // Counters since the Fetcher was made (for tests, benchmarks and logs).
 struct FetchStats {
-  std::uint64_t direct_reads = 0;        // read requests for single objects
+  std::uint64_t direct_reads = 0;        // objects read directly (whole, or in ranges)
+  std::uint64_t ranged_reads = 0;        // range requests for objects above range_size
   std::uint64_t composes = 0;            // composites created
   std::uint64_t composed_objects = 0;    // objects delivered through a composite
   std::uint64_t compose_fallbacks = 0;   // batches read directly after a compose-path failure

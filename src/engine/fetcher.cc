@@ -4,6 +4,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/read_checks.h"
+#include "dataflux/crc32c.h"
 #include "engine/fetcher_internal.h"
 
 namespace dataflux {
@@ -101,6 +103,10 @@ void FetcherImpl::read_direct(const std::shared_ptr<FetchGroup>& group, std::siz
     group->item_done(i, absl::OkStatus());
     return;
   }
+  if (options_.range_size > 0 && target.object.size > options_.range_size) {
+    read_ranges(group, i);
+    return;
+  }
   Job job;
   job.bytes = target.object.size;
   job.start = [self = shared_from_this(), group, i] {
@@ -130,6 +136,84 @@ void FetcherImpl::read_direct(const std::shared_ptr<FetchGroup>& group, std::siz
         });
   };
   enqueue(std::move(job));
+}
+
+void FetcherImpl::read_ranges(const std::shared_ptr<FetchGroup>& group, std::size_t i) {
+  struct Ranges {
+    std::mutex mu;
+    std::vector<std::uint32_t> crcs;  // guarded by mu
+    std::size_t remaining;            // guarded by mu
+    absl::Status first_error;         // guarded by mu
+  };
+  const FetchTarget& target = group->targets()[i];
+  const std::uint64_t size = target.object.size;
+  const std::uint64_t range = options_.range_size;
+  const std::size_t count = static_cast<std::size_t>((size + range - 1) / range);
+  auto ranges = std::make_shared<Ranges>();
+  ranges->crcs.assign(count, 0);
+  ranges->remaining = count;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.direct_reads;
+  }
+  for (std::size_t k = 0; k < count; ++k) {
+    const std::uint64_t offset = k * range;
+    const std::uint64_t length = std::min(range, size - offset);
+    Job job;
+    job.bytes = length;
+    job.start = [self = shared_from_this(), group, i, ranges, k, offset, length] {
+      const FetchTarget& t = group->targets()[i];
+      ReadObjectRequest request;
+      request.bucket = self->bucket_;
+      request.object = t.object.name;
+      if (t.object.generation != 0) request.generation = t.object.generation;
+      request.offset = offset;
+      request.length = length;
+      {
+        std::lock_guard<std::mutex> lock(self->mu_);
+        ++self->stats_.ranged_reads;
+      }
+      self->store_->read_object_async(
+          request, t.buffer + offset, static_cast<std::size_t>(length),
+          [self, group, i, ranges, k, offset, length](absl::StatusOr<ReadObjectResult> result) {
+            const FetchTarget& t = group->targets()[i];
+            const std::string what = absl::StrCat("fetch ", self->bucket_, "/", t.object.name,
+                                                  ": range ", offset, "-", offset + length - 1);
+            absl::Status status = result.status();
+            if (!status.ok()) {
+              status = absl::Status(status.code(), absl::StrCat(what, ": ", status.message()));
+            } else if (result->bytes != length) {
+              status = absl::DataLossError(absl::StrCat(what, ": read ", result->bytes,
+                                                        " bytes (changed since it was listed?)"));
+            }
+            const std::uint32_t crc = status.ok() ? crc32c_extend(0, t.buffer + offset, length) : 0;
+            bool last;
+            {
+              std::lock_guard<std::mutex> lock(ranges->mu);
+              ranges->crcs[k] = crc;
+              if (!status.ok() && ranges->first_error.ok()) ranges->first_error = status;
+              last = --ranges->remaining == 0;
+              if (last) status = ranges->first_error;
+            }
+            if (last) {
+              if (status.ok() && t.object.crc32c) {
+                std::uint32_t whole = 0;
+                for (std::size_t r = 0; r < ranges->crcs.size(); ++r) {
+                  const std::uint64_t part = std::min(
+                      self->options_.range_size, t.object.size - r * self->options_.range_size);
+                  whole = crc32c_combine(whole, ranges->crcs[r], part);
+                }
+                status = check_whole_object_crc32c(
+                    absl::StrCat("fetch ", self->bucket_, "/", t.object.name), t.object.size, whole,
+                    std::nullopt, t.object.crc32c);
+              }
+              group->item_done(i, status);
+            }
+            self->release(length);
+          });
+    };
+    enqueue(std::move(job));
+  }
 }
 
 }  // namespace internal

@@ -65,6 +65,9 @@ class FetcherImpl : public std::enable_shared_from_this<FetcherImpl> {
   void pump();
 
   void read_direct(const std::shared_ptr<FetchGroup>& group, std::size_t i);
+  // An object above range_size: parallel ranges into its buffer, each range's CRC32C
+  // combined and checked against the listing's when the last one lands.
+  void read_ranges(const std::shared_ptr<FetchGroup>& group, std::size_t i);
   void compose_batch(const std::shared_ptr<FetchGroup>& group, std::vector<std::size_t> items);
   // The blocking body of a compose batch (on the compose pool); returns the items that must
   // still be read directly.

@@ -157,6 +157,43 @@ TEST_P(FetcherTest, AnObjectLargerThanTheByteBudgetStillRunsAlone) {
   EXPECT_EQ(b.data[1], "small");
 }
 
+TEST_P(FetcherTest, LargeObjectsAreReadInParallelRangesByteExact) {
+  const std::string one = random_bytes(1000000, 11), two = random_bytes(700001, 12);
+  put("ranged/one", one);
+  put("ranged/two", two);
+  put("ranged/small", "tiny");
+  auto counting = std::make_shared<CountingStore>(store_);
+  FetchOptions options;
+  options.range_size = 65536;
+  options.max_bytes_in_flight = 300000;
+  Fetcher fetcher(counting, bucket_, options);
+  Buffers b = targets_for(list("ranged/"));  // one, small, two
+  ASSERT_TRUE(fetcher.fetch(b.targets).ok());
+  EXPECT_EQ(b.data[0], one);
+  EXPECT_EQ(b.data[1], "tiny");
+  EXPECT_EQ(b.data[2], two);
+  EXPECT_EQ(fetcher.stats().ranged_reads, 16u + 11u);  // ceil(1e6 / 64 Ki) + ceil(700001 / 64 Ki)
+  EXPECT_EQ(fetcher.stats().direct_reads, 3u);
+  EXPECT_GT(counting->peak_requests(), 1u);  // ranges of one object overlap
+  EXPECT_LE(counting->peak_bytes(), 300000u);
+}
+
+TEST_P(FetcherTest, RangesThatDisagreeWithTheListedChecksumAreDataLoss) {
+  put("ranged/bad", random_bytes(200000, 13));
+  auto objects = list("ranged/");
+  ASSERT_EQ(objects.size(), 1u);
+  ASSERT_TRUE(objects[0].crc32c.has_value());
+  *objects[0].crc32c ^= 1;  // what a corrupted byte would look like
+  FetchOptions options;
+  options.range_size = 65536;
+  Fetcher fetcher(store_, bucket_, options);
+  Buffers b = targets_for(objects);
+  absl::Status s = fetcher.fetch(b.targets);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("ranged/bad"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("CRC32C mismatch"));
+}
+
 TEST_P(FetcherTest, UnorderedCompletionReportsEachTargetOnce) {
   auto data = put_many("cb/", 40, 5000);
   Fetcher fetcher(store_, bucket_);
