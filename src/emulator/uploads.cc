@@ -1,8 +1,10 @@
 #include "emulator/uploads.h"
 
+#include <algorithm>
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "core/io_buffer.h"
 #include "dataflux/crc32c.h"
 #include "emulator/wire.h"
 
@@ -91,7 +93,18 @@ absl::StatusOr<ChunkOutcome> Uploads::put(const std::string& upload_id,
   }
   // Bytes already persisted are skipped: that is how a client resumes after a lost reply.
   if (*range.last + 1 > persisted) {
-    session->data.append(body.substr(persisted - *range.first));
+    const std::string_view fresh = body.substr(persisted - *range.first);
+    std::string& data = session->data;
+    if (data.size() + fresh.size() > data.capacity()) {
+      // Grow geometrically into memory advised to use huge pages before anything touches
+      // it: a GiB upload otherwise spends most of the emulator's CPU on page faults.
+      std::string grown;
+      grown.reserve(std::max<std::size_t>(2 * data.capacity(), data.size() + fresh.size()));
+      dataflux::internal::advise_huge_pages(grown.data(), grown.capacity());
+      grown.append(data);
+      data.swap(grown);
+    }
+    data.append(fresh);
   }
   if (range.total) return finish(upload_id, *session, *range.total, goog_hash);
   return ChunkOutcome{false, session->data.size(), std::nullopt};
