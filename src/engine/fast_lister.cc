@@ -224,6 +224,7 @@ class ListJob {
     request.bucket = bucket_;
     request.prefix = prefix_;
     request.max_results = options_.page_size;
+    request.lean = true;  // a Listing keeps nothing more
     std::string last = range.listed_through;
     for (;;) {
       if (failed_.load()) return absl::OkStatus();  // another range failed: stop early

@@ -26,6 +26,8 @@ inline constexpr char kObjectFields[] =
 inline constexpr char kListFields[] =
     "items(name,size,generation,metageneration,crc32c,md5Hash,storageClass,contentType,updated),"
     "prefixes,nextPageToken";
+inline constexpr char kLeanListFields[] =
+    "items(name,size,generation,crc32c,storageClass),prefixes,nextPageToken";
 
 // Parses one object resource (a JSON object). `bucket` fills ObjectMetadata::bucket when the
 // resource omits it (list items do with our projection).

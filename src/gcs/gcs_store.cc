@@ -82,7 +82,7 @@ class GcsStoreImpl : public GcsStore {
     int max_results =
         request.max_results <= 0 ? kMaxListResults : std::min(request.max_results, kMaxListResults);
     query.add("maxResults", static_cast<std::int64_t>(max_results));
-    query.add("fields", internal::kListFields);
+    query.add("fields", request.lean ? internal::kLeanListFields : internal::kListFields);
     std::string path = internal::object_path(request.bucket, "") + query.str();
     auto response = client_->execute([&] { return client_->new_request("GET", path); },
                                      Idempotency::kIdempotent, context);

@@ -189,6 +189,27 @@ TEST_F(GcsObjectsTest, PrefixDelimiterAndOffsets) {
   EXPECT_THAT(list_all(range), ElementsAre("a/2", "a/sub/3", "b/4"));
 }
 
+TEST_F(GcsObjectsTest, LeanListingsCarryWhatADatasetNeedsAndNoMore) {
+  WriteObjectRequest write = write_request(bucket_, "lean/a");
+  write.content_type = "application/x-test";
+  ASSERT_TRUE(store_->write_object(write, "hello").ok());
+  ListObjectsRequest request = list_request(bucket_);
+  request.prefix = "lean/";
+  auto full = store_->list_objects(request);
+  request.lean = true;
+  auto lean = store_->list_objects(request);
+  ASSERT_TRUE(full.ok() && lean.ok());
+  ASSERT_EQ(lean->objects.size(), 1u);
+  const ObjectMetadata& o = lean->objects[0];
+  EXPECT_EQ(o.name, "lean/a");
+  EXPECT_EQ(o.size, 5u);
+  EXPECT_EQ(o.generation, full->objects[0].generation);
+  EXPECT_EQ(o.crc32c, crc32c("hello"));
+  EXPECT_EQ(o.storage_class, "STANDARD");
+  EXPECT_EQ(o.content_type, "");  // not asked for, so the server sent none
+  EXPECT_EQ(full->objects[0].content_type, "application/x-test");
+}
+
 TEST_F(GcsObjectsTest, ListMissingBucketIsNotFound) {
   auto page = store_->list_objects(list_request("no-such-bucket-xyz", "pre/"));
   EXPECT_EQ(page.status().code(), absl::StatusCode::kNotFound);
