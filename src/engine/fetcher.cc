@@ -177,16 +177,21 @@ void FetcherImpl::read_ranges(const std::shared_ptr<FetchGroup>& group, std::siz
           request, t.buffer + offset, static_cast<std::size_t>(length),
           [self, group, i, ranges, k, offset, length](absl::StatusOr<ReadObjectResult> result) {
             const FetchTarget& t = group->targets()[i];
-            const std::string what = absl::StrCat("fetch ", self->bucket_, "/", t.object.name,
-                                                  ": range ", offset, "-", offset + length - 1);
+            auto what = [&] {
+              return absl::StrCat("fetch ", self->bucket_, "/", t.object.name, ": range ", offset,
+                                  "-", offset + length - 1);
+            };
             absl::Status status = result.status();
             if (!status.ok()) {
-              status = absl::Status(status.code(), absl::StrCat(what, ": ", status.message()));
+              status = absl::Status(status.code(), absl::StrCat(what(), ": ", status.message()));
             } else if (result->bytes != length) {
-              status = absl::DataLossError(absl::StrCat(what, ": read ", result->bytes,
+              status = absl::DataLossError(absl::StrCat(what(), ": read ", result->bytes,
                                                         " bytes (changed since it was listed?)"));
             }
-            const std::uint32_t crc = status.ok() ? crc32c_extend(0, t.buffer + offset, length) : 0;
+            // Checksummed here, where the range just landed (still in cache), and combined
+            // with the others' once the last one is in.
+            const std::uint32_t crc =
+                status.ok() && t.object.crc32c ? crc32c_extend(0, t.buffer + offset, length) : 0;
             bool last;
             {
               std::lock_guard<std::mutex> lock(ranges->mu);
