@@ -25,7 +25,8 @@ class FieldMask {
 
   // Whether member `key` appears in the reply (whole, or the part of it `inside` selects).
   bool keeps(std::string_view key) const { return all_ || members_.count(key) > 0; }
-  // The selection within member `key`: everything when the member was named plainly.
+  // The selection within member `key`: everything when the member was named plainly (and
+  // for a member not selected at all: ask keeps() first).
   const FieldMask& inside(std::string_view key) const;
 
  private:
