@@ -151,7 +151,7 @@ int main(int argc, char** argv) try {
   dataflux::AsyncCheckpointer async;
   auto optimizer_saved = async.save(optimizer, optimizer_url);  // uploads in the background
   auto saved = dataflux::save(net, model_url);
-  std::cout << "checkpoint " << saved.name << ": " << saved.size << " bytes; optimizer "
+  std::cout << "checkpoint " << model_url << ": " << saved.size << " bytes; optimizer "
             << optimizer_saved.get().size << " bytes (async)\n";
 
   Net restored;
