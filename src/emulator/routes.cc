@@ -239,9 +239,9 @@ std::optional<Route> resolve_route(const httplib::Request& req,
 
 Reply ObjectService::execute(const Route& route, const httplib::Request& req) {
   // A bad selector is refused before anything changes, as GCS does.
-  if (auto fields = FieldMask::parse(req.get_param_value("fields")); !fields.ok()) {
-    return status_reply(fields.status());
-  }
+  auto parsed = FieldMask::parse(req.get_param_value("fields"));
+  if (!parsed.ok()) return status_reply(parsed.status());
+  const FieldMask& fields = *parsed;
   switch (route.kind) {
     case RouteKind::kBucketList:
       return json_reply(
@@ -258,25 +258,25 @@ Reply ObjectService::execute(const Route& route, const httplib::Request& req) {
       return json_reply("", 204);
     }
     case RouteKind::kObjectList:
-      return object_list(route, req);
+      return object_list(route, req, fields);
     case RouteKind::kObjectGet:
-      return object_get(route, req, false);
+      return object_get(route, req, false, fields);
     case RouteKind::kObjectMedia:
-      return object_get(route, req, true);
+      return object_get(route, req, true, fields);
     case RouteKind::kObjectDelete:
       return object_delete(route, req);
     case RouteKind::kObjectPatch:
-      return object_patch(route, req);
+      return object_patch(route, req, fields);
     case RouteKind::kObjectCompose:
-      return object_compose(route, req);
+      return object_compose(route, req, fields);
     case RouteKind::kObjectCopy:
-      return object_copy(route, req, false);
+      return object_copy(route, req, false, fields);
     case RouteKind::kObjectRewrite:
-      return object_copy(route, req, true);
+      return object_copy(route, req, true, fields);
     case RouteKind::kUploadStart:
-      return upload_start(route, req);
+      return upload_start(route, req, fields);
     case RouteKind::kUploadChunk:
-      return upload_chunk(req);
+      return upload_chunk(req, fields);
     case RouteKind::kUploadCancel: {
       if (auto s = uploads_->cancel(req.get_param_value("upload_id")); !s.ok()) {
         return status_reply(s);
@@ -287,9 +287,8 @@ Reply ObjectService::execute(const Route& route, const httplib::Request& req) {
   return error_reply(500, "Unhandled route");
 }
 
-Reply ObjectService::object_reply(const ObjectRecord& object, const httplib::Request& req) const {
-  auto fields = FieldMask::parse(req.get_param_value("fields"));  // checked in execute()
-  return json_reply(object_json(object, endpoint_, fields.ok() ? *fields : FieldMask()));
+Reply ObjectService::object_reply(const ObjectRecord& object, const FieldMask& fields) const {
+  return json_reply(object_json(object, endpoint_, fields));
 }
 
 Reply ObjectService::bucket_insert(const httplib::Request& req) {
@@ -305,7 +304,8 @@ Reply ObjectService::bucket_insert(const httplib::Request& req) {
   return json_reply(bucket_json(*store_->get_bucket(name), endpoint_));
 }
 
-Reply ObjectService::object_list(const Route& route, const httplib::Request& req) {
+Reply ObjectService::object_list(const Route& route, const httplib::Request& req,
+                                 const FieldMask& fields) {
   ListQuery q;
   q.prefix = req.get_param_value("prefix");
   q.delimiter = req.get_param_value("delimiter");
@@ -320,11 +320,11 @@ Reply ObjectService::object_list(const Route& route, const httplib::Request& req
   }
   auto page = store_->list(route.bucket, q);
   if (!page.ok()) return status_reply(page.status());
-  return json_reply(
-      object_list_json(*page, endpoint_, *FieldMask::parse(req.get_param_value("fields"))));
+  return json_reply(object_list_json(*page, endpoint_, fields));
 }
 
-Reply ObjectService::object_get(const Route& route, const httplib::Request& req, bool media) {
+Reply ObjectService::object_get(const Route& route, const httplib::Request& req, bool media,
+                                const FieldMask& fields) {
   auto generation = int_param(req, "generation");
   if (!generation.ok()) return status_reply(generation.status());
   auto pre = preconditions(req);
@@ -344,7 +344,7 @@ Reply ObjectService::object_get(const Route& route, const httplib::Request& req,
     reply.status = 304;
     return reply;
   }
-  if (!media) return object_reply(*object, req);
+  if (!media) return object_reply(*object, fields);
 
   Reply reply;
   const std::uint64_t size = object->size();
@@ -394,17 +394,19 @@ Reply ObjectService::object_delete(const Route& route, const httplib::Request& r
   return json_reply("", 204);
 }
 
-Reply ObjectService::object_patch(const Route& route, const httplib::Request& req) {
+Reply ObjectService::object_patch(const Route& route, const httplib::Request& req,
+                                  const FieldMask& fields) {
   auto pre = preconditions(req);
   if (!pre.ok()) return status_reply(pre.status());
   auto meta = parse_metadata_body(req.body);
   if (!meta.ok()) return status_reply(meta.status());
   auto object = store_->patch(route.bucket, route.object, meta->content_type, meta->metadata, *pre);
   if (!object.ok()) return status_reply(object.status());
-  return object_reply(*object, req);
+  return object_reply(*object, fields);
 }
 
-Reply ObjectService::object_compose(const Route& route, const httplib::Request& req) {
+Reply ObjectService::object_compose(const Route& route, const httplib::Request& req,
+                                    const FieldMask& fields) {
   auto pre = preconditions(req);
   if (!pre.ok()) return status_reply(pre.status());
   auto doc = parse_json(req.body);
@@ -448,10 +450,11 @@ Reply ObjectService::object_compose(const Route& route, const httplib::Request& 
   meta->expected_md5_base64.clear();
   auto object = store_->compose(route.bucket, route.object, sources, *meta, *pre);
   if (!object.ok()) return status_reply(object.status());
-  return object_reply(*object, req);
+  return object_reply(*object, fields);
 }
 
-Reply ObjectService::object_copy(const Route& route, const httplib::Request& req, bool rewrite) {
+Reply ObjectService::object_copy(const Route& route, const httplib::Request& req, bool rewrite,
+                                 const FieldMask& fields) {
   auto source_generation = int_param(req, "sourceGeneration");
   if (!source_generation.ok()) return status_reply(source_generation.status());
   auto pre = preconditions(req);
@@ -472,11 +475,12 @@ Reply ObjectService::object_copy(const Route& route, const httplib::Request& req
   auto object = store_->copy(route.bucket, route.object, source->generation, route.dst_bucket,
                              route.dst_object, meta, *pre);
   if (!object.ok()) return status_reply(object.status());
-  if (!rewrite) return object_reply(*object, req);
+  if (!rewrite) return object_reply(*object, fields);
   return json_reply(rewrite_json(*object, endpoint_));
 }
 
-Reply ObjectService::upload_start(const Route& route, const httplib::Request& req) {
+Reply ObjectService::upload_start(const Route& route, const httplib::Request& req,
+                                  const FieldMask& fields) {
   const std::string type = req.get_param_value("uploadType");
   auto pre = preconditions(req);
   if (!pre.ok()) return status_reply(pre.status());
@@ -537,14 +541,14 @@ Reply ObjectService::upload_start(const Route& route, const httplib::Request& re
       type == "media" ? std::move(const_cast<std::string&>(req.body)) : std::string(data);
   auto object = store_->insert(route.bucket, name, std::move(bytes), *meta, *pre);
   if (!object.ok()) return status_reply(object.status());
-  return object_reply(*object, req);
+  return object_reply(*object, fields);
 }
 
-Reply ObjectService::upload_chunk(const httplib::Request& req) {
+Reply ObjectService::upload_chunk(const httplib::Request& req, const FieldMask& fields) {
   auto outcome = uploads_->put(req.get_param_value("upload_id"), header(req, "Content-Range"),
                                req.body, header(req, "x-goog-hash"));
   if (!outcome.ok()) return status_reply(outcome.status());
-  if (outcome->complete) return object_reply(*outcome->object, req);
+  if (outcome->complete) return object_reply(*outcome->object, fields);
   Reply reply = json_reply("", 308);
   if (outcome->persisted > 0) {
     reply.headers.emplace_back("Range", absl::StrCat("bytes=0-", outcome->persisted - 1));

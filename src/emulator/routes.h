@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "emulator/fields.h"
 #include "emulator/store.h"
 #include "emulator/uploads.h"
 
@@ -74,17 +75,20 @@ class ObjectService {
   Reply execute(const Route& route, const httplib::Request& req);
 
  private:
-  // The object's resource, with only the members the request's `fields=` selects.
-  Reply object_reply(const ObjectRecord& object, const httplib::Request& req) const;
+  // `fields`: the request's `fields=` selector, parsed once by execute(); replies that carry
+  // an object resource keep only the members it selects.
+  Reply object_reply(const ObjectRecord& object, const FieldMask& fields) const;
   Reply bucket_insert(const httplib::Request& req);
-  Reply object_list(const Route& route, const httplib::Request& req);
-  Reply object_get(const Route& route, const httplib::Request& req, bool media);
+  Reply object_list(const Route& route, const httplib::Request& req, const FieldMask& fields);
+  Reply object_get(const Route& route, const httplib::Request& req, bool media,
+                   const FieldMask& fields);
   Reply object_delete(const Route& route, const httplib::Request& req);
-  Reply object_patch(const Route& route, const httplib::Request& req);
-  Reply object_compose(const Route& route, const httplib::Request& req);
-  Reply object_copy(const Route& route, const httplib::Request& req, bool rewrite);
-  Reply upload_start(const Route& route, const httplib::Request& req);
-  Reply upload_chunk(const httplib::Request& req);
+  Reply object_patch(const Route& route, const httplib::Request& req, const FieldMask& fields);
+  Reply object_compose(const Route& route, const httplib::Request& req, const FieldMask& fields);
+  Reply object_copy(const Route& route, const httplib::Request& req, bool rewrite,
+                    const FieldMask& fields);
+  Reply upload_start(const Route& route, const httplib::Request& req, const FieldMask& fields);
+  Reply upload_chunk(const httplib::Request& req, const FieldMask& fields);
 
   Store* const store_;
   Uploads* const uploads_;
