@@ -1,5 +1,7 @@
 #include "core/read_checks.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "dataflux/crc32c.h"
@@ -24,6 +26,15 @@ absl::Status check_whole_object_crc32c(const std::string& context, std::uint64_t
                                             " bytes received have ", crc32c_text(received)));
   }
   return absl::OkStatus();
+}
+
+std::uint32_t crc32c_of_ranges(const std::vector<std::uint32_t>& range_crcs,
+                               std::uint64_t range_size, std::uint64_t object_size) {
+  std::uint32_t crc = 0;
+  for (std::size_t i = 0; i < range_crcs.size(); ++i) {
+    crc = crc32c_combine(crc, range_crcs[i], std::min(range_size, object_size - i * range_size));
+  }
+  return crc;
 }
 
 }  // namespace dataflux::internal

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 
@@ -22,6 +23,11 @@ std::string crc32c_text(std::uint32_t crc);
 absl::Status check_whole_object_crc32c(const std::string& context, std::uint64_t bytes,
                                        std::uint32_t received, std::optional<std::uint32_t> server,
                                        std::optional<std::uint32_t> expected);
+
+// The CRC32C of a whole object read as consecutive ranges of `range_size` bytes (the last one
+// shorter), from the ranges' own CRC32Cs in order.
+std::uint32_t crc32c_of_ranges(const std::vector<std::uint32_t>& range_crcs,
+                               std::uint64_t range_size, std::uint64_t object_size);
 
 }  // namespace dataflux::internal
 

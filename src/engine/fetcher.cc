@@ -202,12 +202,8 @@ void FetcherImpl::read_ranges(const std::shared_ptr<FetchGroup>& group, std::siz
             }
             if (last) {
               if (status.ok() && t.object.crc32c) {
-                std::uint32_t whole = 0;
-                for (std::size_t r = 0; r < ranges->crcs.size(); ++r) {
-                  const std::uint64_t part = std::min(
-                      self->options_.range_size, t.object.size - r * self->options_.range_size);
-                  whole = crc32c_combine(whole, ranges->crcs[r], part);
-                }
+                const std::uint32_t whole =
+                    crc32c_of_ranges(ranges->crcs, self->options_.range_size, t.object.size);
                 status = check_whole_object_crc32c(
                     absl::StrCat("fetch ", self->bucket_, "/", t.object.name), t.object.size, whole,
                     std::nullopt, t.object.crc32c);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/read_checks.h"
 #include "dataflux/crc32c.h"
 #include "engine/upload_parts.h"
 
@@ -109,11 +110,7 @@ absl::StatusOr<RangedReadResult> read_object_ranged(
   lock.unlock();
   if (!first_error.ok()) return first_error;
 
-  std::uint32_t crc = 0;
-  for (std::size_t i = 0; i < count; ++i) {
-    const std::uint64_t offset = i * range;
-    crc = crc32c_combine(crc, crcs[i], std::min(range, size - offset));
-  }
+  const std::uint32_t crc = crc32c_of_ranges(crcs, range, size);
   result.bytes = size;
   if (metadata->crc32c) {
     if (*metadata->crc32c != crc) {

@@ -6,6 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
+#include "core/read_checks.h"
+
 namespace dataflux {
 namespace {
 
@@ -56,6 +60,18 @@ TEST(Crc32c, CombineEqualsConcatenation) {
   EXPECT_EQ(crc32c_combine(crc32c(a), crc32c(b), b.size()), crc32c(a + b));
   EXPECT_EQ(crc32c_combine(crc32c(a), crc32c(""), 0), crc32c(a));
   EXPECT_EQ(crc32c_combine(crc32c(""), crc32c(b), b.size()), crc32c(b));
+}
+
+TEST(Crc32c, RangeChecksumsCombineIntoTheWholeObjects) {
+  const std::string data = random_bytes(100003, 3);  // the last range is short
+  for (std::uint64_t range : {1000ull, 4096ull, 100003ull, 200000ull}) {
+    std::vector<std::uint32_t> crcs;
+    for (std::uint64_t off = 0; off < data.size(); off += range) {
+      crcs.push_back(crc32c(std::string_view(data).substr(off, range)));
+    }
+    EXPECT_EQ(internal::crc32c_of_ranges(crcs, range, data.size()), crc32c(data)) << range;
+  }
+  EXPECT_EQ(internal::crc32c_of_ranges({}, 4096, 0), crc32c(""));
 }
 
 TEST(Crc32c, Base64RoundTripMatchesGcsEncoding) {
