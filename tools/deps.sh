@@ -2,9 +2,13 @@
 # Installs what Dataflux needs to build and test, from Debian 12's packages (run as root, or
 # with sudo available). Fast when everything is already there.
 set -euo pipefail
-packages=(cmake ninja-build g++ libtorch-dev libcurl4-openssl-dev libssl-dev libabsl-dev
-          rapidjson-dev libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev
-          python3-crc32c clang-format libexpat1-dev python3-boto3 python3-torch)
+# Checked on a minimal Debian 12 (debootstrap --variant=minbase, ../shared/tools/fresh-debian):
+# everything the build, the tests, the interop tests, the benchmarks' Python baseline and the
+# install check use is named here, even what a developer's machine happens to have already.
+packages=(cmake ninja-build g++ pkg-config libtorch-dev libcurl4-openssl-dev libssl-dev
+          libabsl-dev rapidjson-dev libgtest-dev libgmock-dev libbenchmark-dev
+          libcpp-httplib-dev libexpat1-dev python3 python3-crc32c python3-boto3 python3-torch
+          clang-format ca-certificates)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
