@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config libtorch-dev libcurl4-openssl-dev libssl-dev
           libabsl-dev rapidjson-dev libgtest-dev libgmock-dev libbenchmark-dev
           libcpp-httplib-dev libexpat1-dev python3 python3-crc32c python3-boto3 python3-torch
-          clang-format ca-certificates)
+          zlib1g-dev clang-format ca-certificates)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
