@@ -33,6 +33,7 @@ RetryState::RetryState(const RetryOptions& options, Idempotency idempotency, Clo
 
 std::optional<absl::Duration> RetryState::on_failure(const absl::Status& error) {
   ++attempts_;
+  ++failures_;
   if (!is_transient(error) || idempotency_ != Idempotency::kIdempotent) return std::nullopt;
   if (attempts_ >= std::max(1, options_.max_attempts)) return std::nullopt;
   // Full jitter: uniform in [0, ceiling], the ceiling growing exponentially to max_backoff.
@@ -47,9 +48,9 @@ std::optional<absl::Duration> RetryState::on_failure(const absl::Status& error) 
 }
 
 absl::Status RetryState::final_error(const absl::Status& last) const {
-  if (attempts_ <= 1) return last;
+  if (failures_ <= 1) return last;
   return absl::Status(last.code(),
-                      absl::StrCat(last.message(), " (after ", attempts_, " attempts)"));
+                      absl::StrCat(last.message(), " (after ", failures_, " attempts)"));
 }
 
 absl::Status retry_loop_status(RetryState& state, const std::function<absl::Status(int)>& op) {

@@ -43,7 +43,12 @@ class RetryState {
   // permanent, the operation is not idempotent, or the attempts or deadline are spent.
   std::optional<absl::Duration> on_failure(const absl::Status& error);
 
-  int attempts() const { return attempts_; }  // failed attempts so far
+  // The operation moved forward since its last failure (a resumed read delivered bytes): it
+  // has not failed, so the attempt count and the backoff start over, as google-cloud-cpp's
+  // resumed reads do. The deadline is untouched and still bounds the whole operation.
+  void on_progress() { attempts_ = 0; }
+
+  int attempts() const { return attempts_; }  // failed attempts since the last progress
   // The error to return when giving up: the last error, its message suffixed with
   // " (after N attempts)" when more than one was made.
   absl::Status final_error(const absl::Status& last) const;
@@ -55,6 +60,7 @@ class RetryState {
   Clock& clock_;
   absl::Time deadline_;
   int attempts_ = 0;
+  int failures_ = 0;  // every failure, for the final message
   std::mt19937_64 rng_;
 };
 

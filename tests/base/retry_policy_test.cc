@@ -64,6 +64,28 @@ TEST(RetryPolicy, FullJitterStaysUnderTheGrowingCeiling) {
   EXPECT_EQ(state.attempts(), 5);
 }
 
+// A resumed read that delivered bytes has not failed: the count and the backoff start over,
+// while the deadline keeps bounding the whole operation.
+TEST(RetryPolicy, ProgressResetsTheAttemptsButNotTheDeadline) {
+  FakeClock clock;
+  RetryState state(fast_options(), Idempotency::kIdempotent, clock, 3);
+  for (int round = 0; round < 20; ++round) {  // 20 failures, far past max_attempts = 5
+    auto delay = state.on_failure(absl::UnavailableError("stream broke"));
+    ASSERT_TRUE(delay.has_value()) << round;
+    EXPECT_LE(*delay, absl::Milliseconds(100)) << "the backoff restarts from its first ceiling";
+    state.on_progress();
+  }
+  EXPECT_EQ(state.final_error(absl::UnavailableError("x")).message(), "x (after 20 attempts)");
+  // Without progress the cap applies again.
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(state.on_failure(absl::UnavailableError("x")));
+  EXPECT_FALSE(state.on_failure(absl::UnavailableError("x")).has_value());
+  // And progress never outlives the deadline.
+  RetryState late(fast_options(), Idempotency::kIdempotent, clock, 4);
+  clock.advance(absl::Seconds(61));
+  late.on_progress();
+  EXPECT_FALSE(late.on_failure(absl::UnavailableError("x")).has_value());
+}
+
 TEST(RetryPolicy, JitterIsSpreadNotConstant) {
   RetryOptions o = fast_options();
   o.max_attempts = 1000;
