@@ -20,6 +20,16 @@ std::optional<std::string> read_range_header(std::uint64_t offset,
                                              std::optional<std::uint64_t> length,
                                              std::uint64_t delivered);
 
+// A Content-Range value: "bytes a-b/T", "bytes a-b/*", "bytes */T" or "bytes */*" (absent
+// fields are nullopt). The one parser for responses (reads) and requests (resumable chunks).
+struct ContentRange {
+  std::optional<std::uint64_t> first;
+  std::optional<std::uint64_t> last;
+  std::optional<std::uint64_t> total;
+};
+// nullopt when malformed (no "bytes" unit, no '/', last < first, a non-number).
+std::optional<ContentRange> parse_content_range(std::string_view value);
+
 // "bytes a-b/T" or "bytes */T" (Content-Range): the total T, when given.
 std::optional<std::uint64_t> total_from_content_range(std::string_view value);
 

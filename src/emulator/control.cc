@@ -158,9 +158,16 @@ absl::Status Control::apply_fault_json(const std::string& body) {
   } else if (k == "stall") {
     fault = Fault::stall(absl::Milliseconds(number(*doc, "stall_ms").value_or(0)),
                          static_cast<std::uint64_t>(after));
+  } else if (k == "ignore_range") {
+    fault = Fault::ignore_range();
+  } else if (k == "shift_range") {
+    fault = Fault::shift_range(static_cast<std::uint64_t>(after));
+  } else if (k == "long_range") {
+    fault = Fault::long_range(static_cast<std::uint64_t>(after));
   } else {
     return absl::InvalidArgumentError(
-        absl::StrCat("Unknown fault kind \"", k, "\" (status, reset, break, stall)"));
+        absl::StrCat("Unknown fault kind \"", k,
+                     "\" (status, reset, break, stall, ignore_range, shift_range, long_range)"));
   }
   const double count = number(*doc, "count").value_or(1);
   if (count < 1 || count > 100000) return absl::InvalidArgumentError("Bad count");

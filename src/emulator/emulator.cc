@@ -45,6 +45,26 @@ Fault Fault::break_after(std::uint64_t bytes) {
   f.after_bytes = bytes;
   return f;
 }
+Fault Fault::ignore_range() {
+  Fault f;
+  f.kind = Kind::kIgnoreRange;
+  return f;
+}
+
+Fault Fault::shift_range(std::uint64_t bytes) {
+  Fault f;
+  f.kind = Kind::kShiftRange;
+  f.after_bytes = bytes;
+  return f;
+}
+
+Fault Fault::long_range(std::uint64_t bytes) {
+  Fault f;
+  f.kind = Kind::kLongRange;
+  f.after_bytes = bytes;
+  return f;
+}
+
 Fault Fault::stall(absl::Duration duration, std::uint64_t after_bytes) {
   Fault f;
   f.kind = Kind::kStall;
@@ -344,6 +364,7 @@ class Emulator::Impl {
   }
 
   void deliver(Reply reply, std::optional<Fault> fault, httplib::Response& res) {
+    if (fault && internal::apply_range_fault(*fault, &reply)) fault.reset();
     res.status = reply.status;
     for (auto& [key, value] : reply.headers) res.set_header(key, value);
     const double rate = control_.model().stream_bytes_per_second;
@@ -352,7 +373,7 @@ class Emulator::Impl {
       res.set_content("", reply.content_type);
       return;
     }
-    if (!reply.blob && !fault && rate <= 0) {
+    if (!reply.blob && !fault && rate <= 0 && !reply.chunked) {
       res.set_content(std::move(reply.body), reply.content_type);
       return;
     }
@@ -362,6 +383,18 @@ class Emulator::Impl {
     stream->offset = reply.offset;
     stream->fault = fault;
     stream->bytes_per_second = rate;
+    if (reply.chunked) {
+      // No Content-Length (a transcoded object, as GCS sends it): chunked transfer coding.
+      res.set_chunked_content_provider(
+          reply.content_type, [this, stream, length](std::size_t offset, httplib::DataSink& sink) {
+            if (offset >= length) {
+              sink.done();
+              return true;
+            }
+            return write_slice(*stream, offset, length - offset, sink);
+          });
+      return;
+    }
     res.set_content_provider(
         static_cast<std::size_t>(length), reply.content_type,
         [this, stream](std::size_t offset, std::size_t remaining, httplib::DataSink& sink) {

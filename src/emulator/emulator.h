@@ -42,6 +42,10 @@ struct Fault {
     kReset,       // close the connection without a response
     kBreakAfter,  // send headers and `after_bytes` of the body, then close the connection
     kStall,       // send headers and `after_bytes` of the body, then stop sending for `stall_for`
+    // Media replies that misbehave as some servers and proxies do (GCS and S3 alike):
+    kIgnoreRange,  // answer a ranged GET with 200 and the whole object
+    kShiftRange,   // answer 206 from `after_bytes` before the first byte asked (after, at 0)
+    kLongRange,    // answer 206 running `after_bytes` past the last byte asked (in the object)
   };
   Kind kind = Kind::kStatus;
   int http_status = 503;
@@ -52,6 +56,9 @@ struct Fault {
   static Fault reset();
   static Fault break_after(std::uint64_t bytes);
   static Fault stall(absl::Duration duration, std::uint64_t after_bytes = 0);
+  static Fault ignore_range();
+  static Fault shift_range(std::uint64_t bytes);
+  static Fault long_range(std::uint64_t bytes);
 };
 
 // Authentication mode: an OAuth2 token endpoint, a fake GCE metadata server, and storage

@@ -39,6 +39,9 @@ void write_object(JsonWriter& w, const ObjectRecord& o, const std::string& endpo
   if (m.keeps("generation")) field(w, "generation", generation);
   if (m.keeps("metageneration")) field(w, "metageneration", std::to_string(o.metageneration));
   if (m.keeps("contentType")) field(w, "contentType", o.content_type);
+  if (!o.content_encoding.empty() && m.keeps("contentEncoding")) {
+    field(w, "contentEncoding", o.content_encoding);
+  }
   if (m.keeps("storageClass")) field(w, "storageClass", "STANDARD");
   if (m.keeps("size")) field(w, "size", std::to_string(o.size()));
   if (!o.md5_base64.empty() && m.keeps("md5Hash")) field(w, "md5Hash", o.md5_base64);

@@ -2,6 +2,9 @@
 
 #include <rapidjson/document.h>
 
+#include <algorithm>
+
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "dataflux/crc32c.h"
@@ -17,6 +20,7 @@ constexpr char kOctetStream[] = "application/octet-stream";
 struct MetadataJson {
   std::optional<std::string> name;
   std::optional<std::string> content_type;
+  std::optional<std::string> content_encoding;
   std::map<std::string, std::optional<std::string>> metadata;  // null value: delete the key
   std::optional<std::string> crc32c;
   std::optional<std::string> md5;
@@ -34,6 +38,7 @@ absl::StatusOr<MetadataJson> parse_metadata(const rapidjson::Value& v) {
   };
   for (auto [key, dst] : {std::pair{"name", &out.name},
                           {"contentType", &out.content_type},
+                          {"contentEncoding", &out.content_encoding},
                           {"crc32c", &out.crc32c},
                           {"md5Hash", &out.md5}}) {
     if (auto s = string_field(key, dst); !s.ok()) return s;
@@ -73,6 +78,7 @@ absl::StatusOr<MetadataJson> parse_metadata_body(std::string_view body) {
 absl::StatusOr<NewObject> to_new_object(const MetadataJson& m, std::string content_type) {
   NewObject out;
   out.content_type = m.content_type.value_or(content_type.empty() ? kOctetStream : content_type);
+  out.content_encoding = m.content_encoding.value_or("");
   for (const auto& [key, value] : m.metadata) {
     if (value) out.metadata[key] = *value;
   }
@@ -138,6 +144,39 @@ Route make_route(RouteKind kind, const char* operation, std::string bucket = {},
 }
 
 }  // namespace
+
+bool apply_range_fault(const Fault& fault, Reply* reply) {
+  using Kind = Fault::Kind;
+  if (fault.kind != Kind::kIgnoreRange && fault.kind != Kind::kShiftRange &&
+      fault.kind != Kind::kLongRange) {
+    return false;
+  }
+  if (!reply->blob || reply->status != 206 || reply->length == 0) return false;
+  const std::uint64_t size = reply->blob->size();
+  std::uint64_t first = reply->offset;
+  std::uint64_t last = reply->offset + reply->length - 1;
+  auto& headers = reply->headers;
+  headers.erase(std::remove_if(
+                    headers.begin(), headers.end(),
+                    [](const auto& h) { return absl::EqualsIgnoreCase(h.first, "Content-Range"); }),
+                headers.end());
+  if (fault.kind == Kind::kIgnoreRange) {
+    reply->status = 200;
+    reply->offset = 0;
+    reply->length = size;
+    return true;
+  }
+  if (fault.kind == Kind::kShiftRange) {
+    first = first >= fault.after_bytes ? first - fault.after_bytes
+                                       : std::min(first + fault.after_bytes, last);
+  } else {
+    last = std::min(size - 1, last + fault.after_bytes);
+  }
+  reply->offset = first;
+  reply->length = last - first + 1;
+  headers.emplace_back("Content-Range", absl::StrCat("bytes ", first, "-", last, "/", size));
+  return true;
+}
 
 Reply error_reply(int http_status, const std::string& message) {
   return json_reply(error_json(http_status, message), http_status);
@@ -350,13 +389,31 @@ Reply ObjectService::object_get(const Route& route, const httplib::Request& req,
   const std::uint64_t size = object->size();
   std::string hash = absl::StrCat("crc32c=", crc32c_to_base64(object->crc32c));
   if (!object->md5_base64.empty()) absl::StrAppend(&hash, ",md5=", object->md5_base64);
+  const bool gzip_stored = absl::EqualsIgnoreCase(object->content_encoding, "gzip");
   reply.headers = {{"x-goog-hash", hash},
                    {"x-goog-generation", std::to_string(object->generation)},
                    {"x-goog-metageneration", std::to_string(object->metageneration)},
                    {"x-goog-stored-content-length", std::to_string(size)},
-                   {"x-goog-stored-content-encoding", "identity"},
-                   {"Accept-Ranges", "bytes"},
+                   {"x-goog-stored-content-encoding", gzip_stored ? "gzip" : "identity"},
                    {"ETag", absl::StrCat("\"", object->generation, "\"")}};
+  reply.content_type = object->content_type;
+  if (gzip_stored && !accepts_gzip(header(req, "Accept-Encoding"))) {
+    // Decompressive transcoding, as GCS documents it: the object is served decompressed, Range
+    // is ignored (200, the whole object), and neither Content-Length nor Content-Encoding is
+    // sent; x-goog-hash still describes the stored, compressed bytes.
+    std::string stored(size, '\0');
+    if (size > 0 && !object->blob->read(0, size, stored.data())) {
+      return error_reply(500, "Could not read the object's data");
+    }
+    if (auto plain = gunzip(stored)) {
+      reply.body = *std::move(plain);
+      reply.chunked = true;
+      return reply;
+    }
+    // Not valid gzip after all: served as stored, like any other object.
+  }
+  if (gzip_stored) reply.headers.emplace_back("Content-Encoding", "gzip");
+  reply.headers.emplace_back("Accept-Ranges", "bytes");
   ByteRange range;
   switch (parse_range(header(req, "Range"), size, &range)) {
     case RangeResult::kMalformed:
@@ -376,7 +433,6 @@ Reply ObjectService::object_get(const Route& route, const httplib::Request& req,
                                  absl::StrCat("bytes ", range.first, "-", range.last, "/", size));
       break;
   }
-  reply.content_type = object->content_type;
   reply.blob = object->blob;
   reply.offset = range.first;
   reply.length = size == 0 ? 0 : range.last - range.first + 1;
@@ -470,6 +526,7 @@ Reply ObjectService::object_copy(const Route& route, const httplib::Request& req
   if (meta_json->content_type || !meta_json->metadata.empty()) {
     auto converted = to_new_object(*meta_json, source->content_type);
     if (!converted.ok()) return status_reply(converted.status());
+    if (!meta_json->content_encoding) converted->content_encoding = source->content_encoding;
     meta = *std::move(converted);
   }
   auto object = store_->copy(route.bucket, route.object, source->generation, route.dst_bucket,
@@ -516,6 +573,8 @@ Reply ObjectService::upload_start(const Route& route, const httplib::Request& re
   const std::string name =
       req.has_param("name") ? req.get_param_value("name") : meta_json.name.value_or("");
   if (name.empty()) return error_reply(400, "Upload without an object name");
+  if (req.has_param("contentEncoding"))
+    meta_json.content_encoding = req.get_param_value("contentEncoding");
   auto meta = to_new_object(meta_json, content_type);
   if (!meta.ok()) return status_reply(meta.status());
   if (type == "resumable") {

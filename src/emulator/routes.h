@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "emulator/emulator.h"
 #include "emulator/fields.h"
 #include "emulator/store.h"
 #include "emulator/uploads.h"
@@ -28,7 +29,13 @@ struct Reply {
   std::shared_ptr<const Blob> blob;
   std::uint64_t offset = 0;
   std::uint64_t length = 0;
+  bool chunked = false;  // send without Content-Length (chunked transfer coding)
 };
+
+// Rewrites a media reply as a range fault (Fault::kIgnoreRange, kShiftRange, kLongRange) asks,
+// keeping its Content-Range true to the bytes sent. False when `fault` is not a range fault
+// (or `reply` is no ranged media reply), which leaves `reply` as it was.
+bool apply_range_fault(const Fault& fault, Reply* reply);
 Reply error_reply(int http_status, const std::string& message);
 Reply status_reply(const absl::Status& status);
 

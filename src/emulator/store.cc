@@ -381,6 +381,7 @@ absl::StatusOr<ObjectRecord> Store::insert(const std::string& bucket, const std:
   ObjectRecord record;
   record.name = name;
   record.content_type = meta.content_type;
+  record.content_encoding = meta.content_encoding;
   record.metadata = meta.metadata;
   record.crc32c = crc;
   if (compute_md5_) record.md5_base64 = md5_base64(data);
@@ -437,6 +438,7 @@ absl::StatusOr<ObjectRecord> Store::compose(const std::string& bucket,
   ObjectRecord record;
   record.name = destination;
   record.content_type = meta.content_type;
+  record.content_encoding = meta.content_encoding;
   record.metadata = meta.metadata;
   record.crc32c = crc;
   record.component_count = components;
@@ -482,6 +484,7 @@ absl::StatusOr<ObjectRecord> Store::copy(const std::string& src_bucket, const st
   record.name = dst_name;
   if (meta) {
     record.content_type = meta->content_type;
+    record.content_encoding = meta->content_encoding;
     record.metadata = meta->metadata;
   }
   return commit(*db, std::move(record), pre);

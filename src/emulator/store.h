@@ -39,6 +39,7 @@ struct ObjectRecord {
   std::int64_t generation = 0;
   std::int64_t metageneration = 1;
   std::string content_type;
+  std::string content_encoding;  // "gzip": stored compressed, served as GCS transcodes it
   std::map<std::string, std::string> metadata;
   std::uint32_t crc32c = 0;
   std::string md5_base64;   // empty for composed objects, as on GCS
@@ -68,6 +69,7 @@ absl::Status check_preconditions(const ObjectRecord* live, const Preconditions& 
 // What a write supplies besides the bytes.
 struct NewObject {
   std::string content_type = "application/octet-stream";
+  std::string content_encoding;
   std::map<std::string, std::string> metadata;
   std::optional<std::uint32_t> expected_crc32c;  // verified: mismatch → InvalidArgument
   std::string expected_md5_base64;               // verified when not empty

@@ -1,13 +1,20 @@
 #include "emulator/wire.h"
 
 #include <openssl/evp.h>
+#include <zlib.h>
 
+#include <array>
+#include <climits>
 #include <ctime>
 #include <limits>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 namespace dataflux::emulator::internal {
 namespace {
@@ -162,28 +169,48 @@ RangeResult parse_range(std::string_view header, std::uint64_t size, ByteRange* 
   return RangeResult::kOk;
 }
 
-std::optional<ChunkRange> parse_content_range(std::string_view header) {
-  header = trim(header);
-  if (!starts_with_ci(header, "bytes ") && !starts_with_ci(header, "bytes=")) {
-    return std::nullopt;
+bool accepts_gzip(std::string_view accept_encoding) {
+  for (absl::string_view item :
+       absl::StrSplit(absl::string_view(accept_encoding.data(), accept_encoding.size()), ',')) {
+    std::vector<absl::string_view> parts = absl::StrSplit(item, ';');
+    if (!absl::EqualsIgnoreCase(absl::StripAsciiWhitespace(parts[0]), "gzip")) continue;
+    bool refused = false;
+    for (std::size_t i = 1; i < parts.size(); ++i) {
+      absl::string_view param = absl::StripAsciiWhitespace(parts[i]);
+      double q = 1;
+      if (absl::ConsumePrefix(&param, "q=") && absl::SimpleAtod(param, &q) && q <= 0) {
+        refused = true;
+      }
+    }
+    if (!refused) return true;
   }
-  std::string_view spec = trim(header.substr(6));
-  std::size_t slash = spec.find('/');
-  if (slash == std::string_view::npos) return std::nullopt;
-  std::string_view range = spec.substr(0, slash);
-  std::string_view total = spec.substr(slash + 1);
-  ChunkRange out;
-  if (total != "*") {
-    out.total = parse_u64(total);
-    if (!out.total) return std::nullopt;
+  return false;
+}
+
+std::optional<std::string> gunzip(std::string_view data) {
+  if (data.size() > UINT_MAX) return std::nullopt;
+  z_stream z{};
+  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) return std::nullopt;
+  std::string out;
+  std::array<char, 64 * 1024> chunk;
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  int rc = Z_OK;
+  while (true) {
+    z.next_out = reinterpret_cast<Bytef*>(chunk.data());
+    z.avail_out = static_cast<uInt>(chunk.size());
+    rc = inflate(&z, Z_NO_FLUSH);
+    out.append(chunk.data(), chunk.size() - z.avail_out);
+    if (rc == Z_STREAM_END) {
+      if (z.avail_in == 0) break;
+      if (inflateReset(&z) != Z_OK) break;  // another gzip member follows
+      continue;
+    }
+    if (rc != Z_OK) break;
+    if (z.avail_in == 0 && z.avail_out != 0) break;  // truncated
   }
-  if (range != "*") {
-    std::size_t dash = range.find('-');
-    if (dash == std::string_view::npos) return std::nullopt;
-    out.first = parse_u64(range.substr(0, dash));
-    out.last = parse_u64(range.substr(dash + 1));
-    if (!out.first || !out.last || *out.last < *out.first) return std::nullopt;
-  }
+  inflateEnd(&z);
+  if (rc != Z_STREAM_END || z.avail_in != 0) return std::nullopt;
   return out;
 }
 

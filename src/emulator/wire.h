@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/byte_range.h"
+
 namespace dataflux::emulator::internal {
 
 // Decodes %XX escapes; nullopt on a malformed escape. '+' stays '+' (paths, not forms).
@@ -29,14 +31,9 @@ enum class RangeResult { kNone, kOk, kUnsatisfiable, kMalformed };
 // Parses `Range: bytes=a-b | a- | -n` (a single range) against `size`.
 RangeResult parse_range(std::string_view header, std::uint64_t size, ByteRange* out);
 
-// `Content-Range` of a resumable upload chunk: "bytes a-b/T", "bytes a-b/*", "bytes */T",
-// "bytes */*". Absent fields are nullopt.
-struct ChunkRange {
-  std::optional<std::uint64_t> first;
-  std::optional<std::uint64_t> last;
-  std::optional<std::uint64_t> total;
-};
-std::optional<ChunkRange> parse_content_range(std::string_view header);
+// `Content-Range` of a resumable upload chunk: the library's one parser.
+using ChunkRange = dataflux::internal::ContentRange;
+using dataflux::internal::parse_content_range;
 
 // The parts of a multipart/related body. nullopt when the boundary is missing or the body is
 // truncated (no closing delimiter).
@@ -54,6 +51,13 @@ struct GoogHash {
   std::string md5;
 };
 GoogHash parse_goog_hash(std::string_view header);
+
+// Whether an Accept-Encoding value accepts gzip ("gzip", "gzip, deflate", "gzip;q=1"; not
+// "gzip;q=0", not "identity", not empty).
+bool accepts_gzip(std::string_view accept_encoding);
+// The decompressed bytes of a gzip stream (several members allowed); nullopt when `data` is not
+// valid gzip (zlib).
+std::optional<std::string> gunzip(std::string_view data);
 
 // Strict unsigned decimal; nullopt on anything else (sign, spaces, overflow).
 std::optional<std::uint64_t> parse_u64(std::string_view s);

@@ -1,6 +1,7 @@
 #include "emulator/wire.h"
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 namespace dataflux::emulator::internal {
 namespace {
@@ -69,6 +70,41 @@ TEST(WireTest, ParseMultipart) {
   EXPECT_EQ((*parts)[1].body, "line1\r\n--XXnot");  // a delimiter must be a whole line
   EXPECT_FALSE(parse_multipart(body.substr(0, body.size() - 30), "XX").has_value());
   EXPECT_FALSE(parse_multipart("no delimiter", "XX").has_value());
+}
+
+TEST(WireTest, AcceptsGzip) {
+  EXPECT_TRUE(accepts_gzip("gzip"));
+  EXPECT_TRUE(accepts_gzip("deflate, GZIP;q=0.5"));
+  EXPECT_TRUE(accepts_gzip("gzip, deflate"));  // what curl and Python clients send
+  EXPECT_FALSE(accepts_gzip(""));
+  EXPECT_FALSE(accepts_gzip("identity"));
+  EXPECT_FALSE(accepts_gzip("gzip;q=0"));
+  EXPECT_FALSE(accepts_gzip("x-gzip-ish"));
+}
+
+TEST(WireTest, GunzipOneAndSeveralMembers) {
+  auto gz = [](const std::string& data) {
+    z_stream z{};
+    deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+    std::string out(deflateBound(&z, data.size()) + 64, '\0');
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+    z.avail_in = static_cast<uInt>(data.size());
+    z.next_out = reinterpret_cast<Bytef*>(out.data());
+    z.avail_out = static_cast<uInt>(out.size());
+    deflate(&z, Z_FINISH);
+    out.resize(z.total_out);
+    deflateEnd(&z);
+    return out;
+  };
+  std::string big(300000, 'q');
+  for (std::size_t i = 0; i < big.size(); i += 7) big[i] = static_cast<char>('a' + i % 26);
+  EXPECT_EQ(gunzip(gz(big)), big);
+  EXPECT_EQ(gunzip(gz("one ") + gz("two")), "one two");  // concatenated members, as gzip allows
+  EXPECT_EQ(gunzip(gz("")), "");
+  std::string truncated = gz(big);
+  truncated.resize(truncated.size() / 2);
+  EXPECT_FALSE(gunzip(truncated).has_value());
+  EXPECT_FALSE(gunzip("not gzip at all").has_value());
 }
 
 TEST(WireTest, GoogHashAndNumbers) {
