@@ -46,6 +46,22 @@ std::size_t on_header(char* data, std::size_t size, std::size_t count, void* use
 
 constexpr std::size_t kMaxErrorBody = 64 << 10;
 
+// Runs the request's on_headers hook (at most once); false when it rejects the response.
+bool accept_headers(Transfer& t, long code) {
+  if (!t.request.on_headers || t.headers_seen) return true;
+  t.headers_seen = true;
+  t.response.http_status = code;
+  try {
+    if (t.request.on_headers(t.response)) return true;
+    t.sink_aborted = true;
+  } catch (const std::exception& e) {
+    t.sink_error = e.what();
+  } catch (...) {
+    t.sink_error = "unknown exception";
+  }
+  return false;
+}
+
 std::size_t on_write(char* data, std::size_t size, std::size_t count, void* user) {
   auto& t = *static_cast<Transfer*>(user);
   const std::size_t n = size * count;
@@ -56,6 +72,7 @@ std::size_t on_write(char* data, std::size_t size, std::size_t count, void* user
     curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &code);
     t.error_body = code < 200 || code >= 300;
     t.status_checked = true;
+    if (!t.error_body && !accept_headers(t, code)) return n == 0 ? 1 : 0;
   }
   if (t.request.body_sink && !t.error_body) {
     // An exception must not unwind through curl's C frames; it ends the transfer instead.
@@ -240,6 +257,12 @@ void finish_transfer(Transfer& t, CURLcode code, absl::Status override_status) {
     }
   }
 
+  // An empty 2xx body never reached on_write: its headers are validated here instead.
+  if (code == CURLE_OK && override_status.ok() && t.request.body_sink &&
+      t.response.http_status >= 200 && t.response.http_status < 300 &&
+      !accept_headers(t, t.response.http_status)) {
+    code = CURLE_WRITE_ERROR;
+  }
   if (!override_status.ok()) {
     t.response.status = std::move(override_status);
   } else if (code == CURLE_OK) {

@@ -48,6 +48,7 @@ struct Transfer {
   bool sink_aborted = false;    // body_sink returned false
   bool status_checked = false;  // error_body is known (the first body byte arrived)
   bool error_body = false;      // the response is not 2xx: its body goes to response.body
+  bool headers_seen = false;    // request.on_headers has run
   std::string sink_error;       // body_sink threw; what() is kept for the message
   bool stalled = false;         // the loop aborted it for want of progress
   // A connection has been assigned. Before that the transfer may wait in curl's per-host

@@ -28,6 +28,8 @@
 
 namespace dataflux::internal {
 
+struct HttpResponse;
+
 struct HttpRequest {
   std::string method = "GET";
   std::string url;
@@ -45,6 +47,12 @@ struct HttpRequest {
   // becomes Cancelled). Bodies of other responses (error documents) go to HttpResponse::body,
   // up to 64 KiB. When unset, bytes accumulate into HttpResponse::body.
   std::function<bool(const char* data, std::size_t size)> body_sink;
+  // With a body_sink: called once, on the loop thread, when a 2xx response's headers are
+  // complete and before the sink sees its first byte (or, for an empty body, before `done`),
+  // so a caller can validate status and headers before accepting any byte. Returning false
+  // aborts the transfer as a sink returning false does.
+  // `head` has http_status and headers set, and no body yet.
+  std::function<bool(const HttpResponse& head)> on_headers;
 
   // Bytes this request holds in memory while in flight, counted against
   // TransportOptions::max_bytes_in_flight (a request larger than the whole budget still runs,
