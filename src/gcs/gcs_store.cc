@@ -122,8 +122,8 @@ class GcsStoreImpl : public GcsStore {
                                      [done = std::move(done), s] { done(s); });
       return;
     }
-    internal::ReadOperation::start(client_, request, internal::ReadTarget::into(buffer, capacity),
-                                   std::move(done));
+    internal::ObjectRead::start(read_protocol_, request,
+                                internal::ReadTarget::into(buffer, capacity), std::move(done));
   }
 
   absl::StatusOr<ObjectMetadata> write_object(const WriteObjectRequest& request,
@@ -291,16 +291,12 @@ class GcsStoreImpl : public GcsStore {
   absl::StatusOr<ReadObjectResult> wait_for_read(const ReadObjectRequest& request,
                                                  internal::ReadTarget target) {
     if (auto s = validate(request.bucket, request.object, "GET"); !s.ok()) return s;
-    auto promise = std::make_shared<std::promise<absl::StatusOr<ReadObjectResult>>>();
-    auto future = promise->get_future();
-    internal::ReadOperation::start(client_, request, std::move(target),
-                                   [promise](absl::StatusOr<ReadObjectResult> result) {
-                                     promise->set_value(std::move(result));
-                                   });
-    return future.get();
+    return internal::ObjectRead::run(read_protocol_, request, std::move(target));
   }
 
   std::shared_ptr<GcsClient> client_;
+  std::shared_ptr<internal::GcsReadProtocol> read_protocol_ =
+      std::make_shared<internal::GcsReadProtocol>(client_);
 };
 
 }  // namespace

@@ -1,13 +1,13 @@
-// S3ReadOperation: the asynchronous state machine behind every S3 read_object variant.
+// How S3 reads object media: the ReadProtocol that ObjectRead (src/http/object_read.h), the
+// one read state machine, runs for s3:// reads.
 //
-// Every attempt asks for [offset + delivered, end), so a transfer that breaks after K bytes
-// resumes at K and never repeats a byte. The first response's ETag pins later attempts
-// (If-Match), so a resume never splices two versions of an object: an overwrite in between
-// fails the read with FailedPrecondition. Whole-object reads ask for the stored checksum
-// (x-amz-checksum-mode) and compare a full-object x-amz-checksum-crc32c, and the caller's
-// expected CRC32C, with the bytes. Retries wait on transport timers; no thread blocks.
+// S3 specifics only: a signed GET (SigV4), the ETag of the first response pinned with If-Match
+// on every later attempt (an overwrite in between fails the read with FailedPrecondition
+// instead of splicing two versions), and, for whole-object reads, the stored full-object
+// CRC32C asked for with x-amz-checksum-mode (composite multipart checksums are not used).
 //
-//   S3ReadOperation::start(client, request, buffer, capacity, nullptr, done);
+//   auto result = ObjectRead::run(std::make_shared<S3ReadProtocol>(client), request,
+//                                 ReadTarget::into(buffer, capacity));
 #ifndef DATAFLUX_SRC_S3_S3_READ_H_
 #define DATAFLUX_SRC_S3_S3_READ_H_
 
@@ -17,6 +17,7 @@
 #include <string>
 
 #include "dataflux/object_store.h"
+#include "http/object_read.h"
 #include "s3/s3_client.h"
 
 namespace dataflux::internal {
@@ -25,49 +26,35 @@ namespace dataflux::internal {
 // "...-N") values and for anything malformed.
 std::optional<std::uint32_t> full_object_crc32c(const HttpResponse& response);
 
-class S3ReadOperation : public std::enable_shared_from_this<S3ReadOperation> {
+class S3ReadProtocol : public ReadProtocol {
  public:
-  // Bytes go to `buffer` (up to `capacity`) or, when `sink` is set, to the sink. `done` runs
-  // exactly once, on a transport thread.
-  static void start(std::shared_ptr<S3Client> client, const ReadObjectRequest& request,
-                    char* buffer, std::size_t capacity, ByteSink sink,
-                    AsyncCallback<ReadObjectResult> done);
+  explicit S3ReadProtocol(std::shared_ptr<S3Client> client) : client_(std::move(client)) {}
 
-  S3ReadOperation(std::shared_ptr<S3Client> client, const ReadObjectRequest& request, char* buffer,
-                  std::size_t capacity, ByteSink sink, AsyncCallback<ReadObjectResult> done);
+  HttpTransport& transport() override { return client_->transport(); }
+  const RetryOptions& retry_options() const override { return client_->options().retry; }
+  std::string url(const ReadObjectRequest& request) const override {
+    return s3_url(request.bucket, request.object);
+  }
+  absl::Status validate(const ReadObjectRequest& request) const override;
+  absl::StatusOr<HttpRequest> media_request(const ReadObjectRequest& request, const ReadPin& pin,
+                                            const std::optional<std::string>& range,
+                                            bool whole_checked) override;
+  MediaHeaders parse_media_headers(const HttpResponse& head, bool whole_object) const override;
+  absl::StatusOr<HttpRequest> size_request(const ReadObjectRequest& request,
+                                           const ReadPin& pin) override;
+  absl::StatusOr<ObjectSize> parse_size(const HttpResponse& response,
+                                        const ReadObjectRequest& request,
+                                        std::string_view context) const override;
+  absl::Status check(const HttpResponse& response, std::string_view context) const override {
+    return client_->check(response, context);
+  }
+  // A 412 to an If-Match read: the version first read was overwritten.
+  bool version_gone(const HttpResponse& response, const ReadPin& pin) const override {
+    return response.http_status == 412 && !pin.etag.empty();
+  }
 
  private:
-  void attempt();
-  void probe_size();  // after a 416 or for a zero-length read: HEAD for the size
-  bool deliver(const char* data, std::size_t size);
-  void on_response(HttpResponse response);
-  void on_probe_response(HttpResponse response);
-  void retry_or_fail(const absl::Status& error,
-                     void (S3ReadOperation::*next)() = &S3ReadOperation::attempt);
-  void complete(absl::StatusOr<ReadObjectResult> result);
-  absl::StatusOr<ReadObjectResult> finish_success();
-  std::string context() const;
-  bool whole_object() const { return request_.offset == 0 && !request_.length; }
-
   std::shared_ptr<S3Client> client_;
-  ReadObjectRequest request_;
-  char* buffer_;
-  std::size_t capacity_;
-  ByteSink sink_;
-  AsyncCallback<ReadObjectResult> done_;
-  RetryState retry_;
-
-  // Touched by the loop thread of the current attempt only; attempts never overlap.
-  std::uint64_t delivered_ = 0;
-  std::uint64_t attempt_start_ = 0;  // delivered_ when the current attempt began
-  std::uint32_t crc_ = 0;
-  int attempts_ = 0;
-  std::string etag_;  // pins resumes to the version first read
-  std::optional<std::uint64_t> object_size_;
-  std::optional<std::uint32_t> server_crc32c_;
-  bool overflow_ = false;
-  bool too_many_bytes_ = false;
-  absl::Status sink_error_;
 };
 
 }  // namespace dataflux::internal

@@ -1,5 +1,5 @@
 // The S3 ObjectStore: each operation as one S3 REST request through S3Client; reads through
-// S3ReadOperation, multipart uploads through S3MultipartUpload.
+// ObjectRead (with S3ReadProtocol), multipart uploads through S3MultipartUpload.
 #include <future>
 #include <utility>
 
@@ -89,17 +89,20 @@ class S3StoreImpl : public S3Store {
 
   absl::StatusOr<ReadObjectResult> read_object(const ReadObjectRequest& request, char* buffer,
                                                std::size_t capacity) override {
-    return wait_for(request, buffer, capacity, nullptr);
+    return internal::ObjectRead::run(read_protocol_, request,
+                                     internal::ReadTarget::into(buffer, capacity));
   }
 
   absl::StatusOr<ReadObjectResult> read_object(const ReadObjectRequest& request,
                                                const ByteSink& sink) override {
-    return wait_for(request, nullptr, 0, sink);
+    if (!sink) return absl::InvalidArgumentError("read_object: empty ByteSink");
+    return internal::ObjectRead::run(read_protocol_, request, internal::ReadTarget::to(sink));
   }
 
   void read_object_async(const ReadObjectRequest& request, char* buffer, std::size_t capacity,
                          AsyncCallback<ReadObjectResult> done) override {
-    internal::S3ReadOperation::start(client_, request, buffer, capacity, nullptr, std::move(done));
+    internal::ObjectRead::start(read_protocol_, request,
+                                internal::ReadTarget::into(buffer, capacity), std::move(done));
   }
 
   absl::StatusOr<ObjectMetadata> write_object(const WriteObjectRequest& request,
@@ -272,17 +275,9 @@ class S3StoreImpl : public S3Store {
   }
 
  private:
-  absl::StatusOr<ReadObjectResult> wait_for(const ReadObjectRequest& request, char* buffer,
-                                            std::size_t capacity, ByteSink sink) {
-    std::promise<absl::StatusOr<ReadObjectResult>> promise;
-    auto future = promise.get_future();
-    internal::S3ReadOperation::start(
-        client_, request, buffer, capacity, std::move(sink),
-        [&promise](absl::StatusOr<ReadObjectResult> r) { promise.set_value(std::move(r)); });
-    return future.get();
-  }
-
   std::shared_ptr<internal::S3Client> client_;
+  std::shared_ptr<internal::S3ReadProtocol> read_protocol_ =
+      std::make_shared<internal::S3ReadProtocol>(client_);
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "core/byte_range.h"
 #include "dataflux/crc32c.h"
 #include "gcs/gcs_read.h"
 #include "gcs/gcs_upload.h"
@@ -37,6 +38,35 @@ TEST(ContentRange, Total) {
   EXPECT_EQ(total_from_content_range("bytes */42"), 42u);
   EXPECT_FALSE(total_from_content_range("bytes 0-9/*").has_value());
   EXPECT_FALSE(total_from_content_range("garbage").has_value());
+}
+
+TEST(ContentRange, Parts) {
+  auto r = parse_content_range("bytes 10-99/1000");
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->first, 10u);
+  EXPECT_EQ(r->last, 99u);
+  EXPECT_EQ(r->total, 1000u);
+  EXPECT_FALSE(parse_content_range("bytes 10-99").has_value());
+  EXPECT_FALSE(parse_content_range("bytes 99-10/1000").has_value());
+  EXPECT_FALSE(parse_content_range("bytes -5-10/1000").has_value());
+  EXPECT_FALSE(parse_content_range("items 0-1/2").has_value());
+}
+
+// The headers GCS sends when it decompressed a gzip-stored object anyway: refused, so that no
+// decompressed byte is taken for a stored one.
+TEST(GcsMediaHeaders, TranscodedResponseIsNotAsStored) {
+  GcsReadProtocol protocol(nullptr);  // parsing headers needs no client
+  HttpResponse head;
+  head.http_status = 200;
+  head.headers = {{"x-goog-generation", "7"},
+                  {"x-goog-stored-content-encoding", "gzip"},
+                  {"x-goog-stored-content-length", "1234"}};
+  MediaHeaders facts = protocol.parse_media_headers(head, true);
+  EXPECT_EQ(facts.version.generation, 7);
+  EXPECT_EQ(facts.stored_size, 1234u);
+  EXPECT_NE(facts.not_as_stored, "");
+  head.headers.emplace_back("content-encoding", "gzip");  // served as stored
+  EXPECT_EQ(protocol.parse_media_headers(head, true).not_as_stored, "");
 }
 
 TEST(UploadRange, PersistedBytes) {
