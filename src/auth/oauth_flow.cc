@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "core/absl_view.h"
 #include "core/http_status.h"
 #include "core/retry_policy.h"
 #include "http/http_transport.h"
@@ -20,8 +21,6 @@
 
 namespace dataflux::internal {
 namespace {
-
-absl::string_view av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 std::string json_object(const std::vector<std::pair<const char*, std::string>>& strings,
                         const std::vector<std::pair<const char*, std::int64_t>>& numbers) {

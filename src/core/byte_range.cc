@@ -1,5 +1,7 @@
 #include "core/byte_range.h"
 
+#include "core/absl_view.h"
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -20,16 +22,14 @@ std::optional<std::string> read_range_header(std::uint64_t offset,
 
 std::optional<std::uint64_t> parse_decimal_u64(std::string_view text) {
   std::uint64_t v = 0;
-  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(absl::string_view(text.data(), text.size())),
-                        &v)) {
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(av(text)), &v)) {
     return std::nullopt;
   }
   return v;
 }
 
 std::optional<ContentRange> parse_content_range(std::string_view value) {
-  absl::string_view header =
-      absl::StripAsciiWhitespace(absl::string_view(value.data(), value.size()));
+  absl::string_view header = absl::StripAsciiWhitespace(av(value));
   if (header.size() < 6 || !absl::EqualsIgnoreCase(header.substr(0, 5), "bytes") ||
       (header[5] != ' ' && header[5] != '=')) {
     return std::nullopt;

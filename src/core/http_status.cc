@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "core/absl_view.h"
 
 namespace dataflux::internal {
 namespace {
@@ -93,15 +94,12 @@ absl::Status status_from_http(long http_status, std::string_view context,
                               std::string_view server_message) {
   absl::StatusCode code = status_code_from_http(http_status);
   if (code == absl::StatusCode::kOk) return absl::OkStatus();
-  std::string message =
-      absl::StrCat(absl::string_view(context.data(), context.size()), ": HTTP ", http_status);
+  std::string message = absl::StrCat(av(context), ": HTTP ", http_status);
   std::string_view phrase = reason_phrase(http_status);
-  if (!phrase.empty())
-    absl::StrAppend(&message, " ", absl::string_view(phrase.data(), phrase.size()));
+  if (!phrase.empty()) absl::StrAppend(&message, " ", av(phrase));
   if (!server_message.empty()) {
     std::string_view shown = server_message.substr(0, kMaxServerMessage);
-    absl::StrAppend(&message, ": ", absl::string_view(shown.data(), shown.size()),
-                    shown.size() < server_message.size() ? "..." : "");
+    absl::StrAppend(&message, ": ", av(shown), shown.size() < server_message.size() ? "..." : "");
   }
   return absl::Status(code, message);
 }
@@ -119,8 +117,7 @@ bool is_transient(const absl::Status& status) {
 
 absl::Status annotate(const absl::Status& status, std::string_view context) {
   if (status.ok()) return status;
-  return absl::Status(status.code(), absl::StrCat(absl::string_view(context.data(), context.size()),
-                                                  ": ", status.message()));
+  return absl::Status(status.code(), absl::StrCat(av(context), ": ", status.message()));
 }
 
 }  // namespace dataflux::internal

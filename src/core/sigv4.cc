@@ -12,11 +12,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "core/absl_view.h"
 
 namespace dataflux::internal {
 namespace {
-
-absl::string_view av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 std::string digest(const EVP_MD* md, std::string_view data) {
   unsigned char out[EVP_MAX_MD_SIZE];

@@ -9,11 +9,12 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/absl_view.h"
 
 namespace dataflux {
 namespace {
 
-absl::string_view av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+using internal::av;
 
 absl::Status url_error(std::string_view url, std::string_view what) {
   return absl::InvalidArgumentError(

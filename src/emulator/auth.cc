@@ -17,9 +17,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "core/absl_view.h"
 #include "emulator/wire.h"
 
 namespace dataflux::emulator::internal {
+
+using dataflux::internal::av;
+using dataflux::internal::sv;
 namespace {
 
 constexpr char kJwtBearer[] = "urn:ietf:params:oauth:grant-type:jwt-bearer";
@@ -165,8 +169,7 @@ std::optional<AuthRoute> resolve_auth_route(const httplib::Request& req,
 absl::StatusOr<JwtClaims> verify_jwt_assertion(std::string_view assertion,
                                                const std::map<std::string, std::string>& keys,
                                                const std::string& token_uri, std::int64_t now_s) {
-  const std::vector<absl::string_view> parts =
-      absl::StrSplit(absl::string_view(assertion.data(), assertion.size()), '.');
+  const std::vector<absl::string_view> parts = absl::StrSplit(av(assertion), '.');
   if (parts.size() != 3) return oauth_error("invalid_grant", "Invalid JWT: not three segments.");
   auto header_text = base64url_decode(parts[0]);
   auto claims_text = base64url_decode(parts[1]);

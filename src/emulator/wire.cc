@@ -15,8 +15,12 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "core/absl_view.h"
 
 namespace dataflux::emulator::internal {
+
+using dataflux::internal::av;
+using dataflux::internal::sv;
 namespace {
 
 int hex_value(char c) {
@@ -170,8 +174,7 @@ RangeResult parse_range(std::string_view header, std::uint64_t size, ByteRange* 
 }
 
 bool accepts_gzip(std::string_view accept_encoding) {
-  for (absl::string_view item :
-       absl::StrSplit(absl::string_view(accept_encoding.data(), accept_encoding.size()), ',')) {
+  for (absl::string_view item : absl::StrSplit(av(accept_encoding), ',')) {
     std::vector<absl::string_view> parts = absl::StrSplit(item, ';');
     if (!absl::EqualsIgnoreCase(absl::StripAsciiWhitespace(parts[0]), "gzip")) continue;
     bool refused = false;

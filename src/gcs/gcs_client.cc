@@ -6,13 +6,12 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/absl_view.h"
 #include "core/http_status.h"
 #include "gcs/gcs_json.h"
 
 namespace dataflux::internal {
 namespace {
-
-absl::string_view av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 std::string strip_trailing_slashes(std::string url) {
   while (!url.empty() && url.back() == '/') url.pop_back();

@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "core/absl_view.h"
 #include "dataflux/crc32c.h"
 #include "rapidjson/document.h"
 #include "rapidjson/error/en.h"
@@ -14,8 +15,6 @@
 
 namespace dataflux::internal {
 namespace {
-
-absl::string_view av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 absl::Status malformed(std::string_view context, std::string_view what) {
   return absl::InternalError(absl::StrCat(av(context), ": malformed JSON from server: ", av(what)));

@@ -1,6 +1,7 @@
 #include "gcs/gcs_paths.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/absl_view.h"
 
 namespace dataflux::internal {
 
@@ -47,8 +48,7 @@ std::string object_path(std::string_view bucket, std::string_view object) {
 }
 
 std::string gs_url(std::string_view bucket, std::string_view object) {
-  return absl::StrCat("gs://", absl::string_view(bucket.data(), bucket.size()), "/",
-                      absl::string_view(object.data(), object.size()));
+  return absl::StrCat("gs://", av(bucket), "/", av(object));
 }
 
 }  // namespace dataflux::internal

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "core/absl_view.h"
 #include "core/byte_range.h"
 #include "dataflux/crc32c.h"
 #include "gcs/gcs_json.h"
@@ -20,7 +21,7 @@ std::optional<std::uint32_t> crc32c_from_hash_headers(const std::vector<std::str
     for (absl::string_view part : absl::StrSplit(value, ',')) {
       part = absl::StripAsciiWhitespace(part);
       if (absl::ConsumePrefix(&part, "crc32c=")) {
-        return crc32c_from_base64(std::string_view(part.data(), part.size()));
+        return crc32c_from_base64(sv(part));
       }
     }
   }
@@ -52,7 +53,7 @@ MediaHeaders GcsReadProtocol::parse_media_headers(const HttpResponse& head,
   MediaHeaders out;
   if (auto g = head.header("x-goog-generation")) {
     std::int64_t v = 0;
-    if (absl::SimpleAtoi(absl::string_view(g->data(), g->size()), &v)) out.version.generation = v;
+    if (absl::SimpleAtoi(av(*g), &v)) out.version.generation = v;
   }
   if (auto stored = head.header("x-goog-stored-content-length")) {
     out.stored_size = parse_decimal_u64(*stored);

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/absl_view.h"
 #include "core/http_status.h"
 #include "core/read_checks.h"
 #include "dataflux/crc32c.h"
@@ -20,6 +21,9 @@
 #include "gcs/gcs_upload.h"
 
 namespace dataflux {
+
+using dataflux::internal::av;
+using dataflux::internal::sv;
 namespace {
 
 using internal::crc32c_text;
@@ -39,12 +43,10 @@ Idempotency idempotent_if(bool condition) {
 absl::Status validate(const std::string& bucket, const std::string& object,
                       std::string_view operation) {
   if (auto s = validate_bucket_name(bucket); !s.ok()) {
-    return internal::annotate(s, absl::StrCat(absl::string_view(operation.data(), operation.size()),
-                                              " ", gs_url(bucket, object)));
+    return internal::annotate(s, absl::StrCat(av(operation), " ", gs_url(bucket, object)));
   }
   if (auto s = validate_object_name(object); !s.ok()) {
-    return internal::annotate(s, absl::StrCat(absl::string_view(operation.data(), operation.size()),
-                                              " ", gs_url(bucket, object)));
+    return internal::annotate(s, absl::StrCat(av(operation), " ", gs_url(bucket, object)));
   }
   return absl::OkStatus();
 }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "core/absl_view.h"
 #include "core/http_status.h"
 #include "core/read_checks.h"
 #include "dataflux/crc32c.h"
@@ -16,12 +17,6 @@
 #include "gcs/gcs_paths.h"
 
 namespace dataflux::internal {
-namespace {
-
-absl::string_view av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
-
-}  // namespace
-
 std::string multipart_body(std::string_view boundary, std::string_view metadata_json,
                            std::string_view content_type, std::string_view data) {
   std::string body;

@@ -16,14 +16,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "core/absl_view.h"
 #include "local/local_paths.h"
 
 namespace dataflux::internal {
 namespace {
 
 constexpr char kCrcAttribute[] = "user.dataflux.crc32c";
-
-absl::string_view av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 bool starts_with(std::string_view s, std::string_view prefix) {
   return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;

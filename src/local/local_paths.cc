@@ -3,6 +3,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "core/absl_view.h"
 #include "dataflux/url.h"
 
 namespace dataflux::internal {
@@ -19,7 +20,7 @@ absl::Status check_local_object_name(std::string_view object) {
   for (absl::string_view segment : absl::StrSplit(name, '/')) {
     if (segment.empty()) return fail("it has an empty path segment ('//')");
     if (segment == "." || segment == "..") return fail("it has a '.' or '..' segment");
-    if (is_local_temp_name(std::string_view(segment.data(), segment.size()))) {
+    if (is_local_temp_name(sv(segment))) {
       return fail("segments starting with '.dataflux-' are reserved");
     }
   }
@@ -27,7 +28,7 @@ absl::Status check_local_object_name(std::string_view object) {
 }
 
 bool is_local_temp_name(std::string_view base_name) {
-  return absl::StartsWith(absl::string_view(base_name.data(), base_name.size()), ".dataflux-");
+  return absl::StartsWith(av(base_name), ".dataflux-");
 }
 
 }  // namespace dataflux::internal

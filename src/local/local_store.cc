@@ -17,6 +17,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/absl_view.h"
 #include "core/http_status.h"
 #include "core/read_checks.h"
 #include "dataflux/crc32c.h"
@@ -27,12 +28,12 @@
 namespace dataflux {
 namespace {
 
+using internal::av;
+
 using internal::posix_error;
 
 constexpr int kMaxComposeSources = 32;
 constexpr std::size_t kCopyChunk = 1 << 20;
-
-absl::string_view av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 std::string random_suffix() {
   thread_local std::mt19937_64 rng(std::random_device{}());

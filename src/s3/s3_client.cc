@@ -4,6 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/absl_view.h"
 #include "core/http_status.h"
 #include "core/sigv4.h"
 #include "s3/s3_xml.h"
@@ -12,8 +13,6 @@ namespace dataflux::internal {
 namespace {
 
 constexpr char kUserAgent[] = "dataflux-cpp/0.1.0";
-
-absl::string_view av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 // Buckets that can be a DNS label under the endpoint (no dots: TLS wildcards cover one label).
 bool dns_safe_bucket(std::string_view bucket) {

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "core/absl_view.h"
 
 namespace dataflux::internal {
 namespace {
@@ -80,7 +81,7 @@ Environment process_environment() {
 std::map<std::string, std::map<std::string, std::string>> parse_ini(std::string_view text) {
   std::map<std::string, std::map<std::string, std::string>> out;
   std::string section;
-  for (absl::string_view line : absl::StrSplit(absl::string_view(text.data(), text.size()), '\n')) {
+  for (absl::string_view line : absl::StrSplit(av(text), '\n')) {
     line = absl::StripAsciiWhitespace(line);
     if (line.empty() || line[0] == '#' || line[0] == ';') continue;
     if (line.front() == '[' && line.back() == ']') {

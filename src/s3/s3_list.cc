@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "core/absl_view.h"
 #include "core/http_status.h"
 #include "s3/s3_xml.h"
 
@@ -57,7 +58,7 @@ std::string md5_base64_from_etag(std::string_view etag) {
   for (char c : etag) {
     if (!absl::ascii_isxdigit(static_cast<unsigned char>(c))) return std::string();
   }
-  std::string bytes = absl::HexStringToBytes(absl::string_view(etag.data(), etag.size()));
+  std::string bytes = absl::HexStringToBytes(av(etag));
   return absl::Base64Escape(bytes);
 }
 
