@@ -65,8 +65,7 @@ int run_ls(const Target& t) {
     auto page = t.store->list_objects(list);
     if (!page.ok()) return fail(page.status());
     for (const auto& object : page->objects) {
-      std::printf("%s\t%llu\n",
-                  dataflux::internal::object_url(*t.store, t.url.bucket, object.name).c_str(),
+      std::printf("%s\t%llu\n", t.store->url(t.url.bucket, object.name).c_str(),
                   static_cast<unsigned long long>(object.size));
     }
     list.page_token = page->next_page_token;
@@ -78,8 +77,7 @@ int run_cleanup(const Target& t, dataflux::CleanupOptions options) {
   options.prefix = t.url.object;
   const char* verb = options.dry_run ? "would delete" : "deleted";
   options.on_delete = [&](const dataflux::ObjectMetadata& object) {
-    std::printf("%s %s\n", verb,
-                dataflux::internal::object_url(*t.store, t.url.bucket, object.name).c_str());
+    std::printf("%s %s\n", verb, t.store->url(t.url.bucket, object.name).c_str());
     std::fflush(stdout);
   };
   auto deleted = dataflux::cleanup(*t.store, t.url.bucket, options);

@@ -213,9 +213,6 @@ class Listing {
   std::vector<bool> has_crc32c_;
 };
 
-// "gs://bucket", "s3://bucket", "file:///root": how a Listing names its source.
-std::string listing_source(const ObjectStore& store, const std::string& bucket);
-
 // Lists every object under `prefix` in `bucket` (see the top of this header). Errors name the
 // bucket, prefix and the store's message; `stats`, when given, is filled in either way.
 absl::StatusOr<Listing> list_objects_fast(ObjectStore& store, const std::string& bucket,

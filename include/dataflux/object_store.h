@@ -172,6 +172,9 @@ struct StoreCapabilities {
   bool multipart_upload = false;          // start_multipart_upload is supported natively
   std::uint64_t min_part_size = 0;        // every multipart part but the last (S3: 5 MiB)
   int max_parts = 0;                      // multipart parts per upload (S3: 10,000)
+  // Requests cross a network, so batching small reads into a composite and uploading in
+  // parallel parts pay off; false for a local disk, where either is only a second copy.
+  bool remote = true;
 };
 
 // Called with the result of an asynchronous operation, on a thread owned by the store.
@@ -183,9 +186,13 @@ class ObjectStore {
  public:
   virtual ~ObjectStore() = default;
 
-  // "gcs", "local", ... for messages and metrics.
+  // "gcs", "local", ... for messages and metrics; decisions ask capabilities() instead.
   virtual std::string_view backend() const = 0;
   virtual StoreCapabilities capabilities() const = 0;
+  // How messages and listings name an object of this store: "gs://bucket/object",
+  // "s3://bucket/key", "file:///root/object"; with an empty object, the bucket's own URL
+  // ("gs://bucket", "file:///root"). Each backend's one URL formatter.
+  virtual std::string url(std::string_view bucket, std::string_view object) const = 0;
 
   virtual absl::StatusOr<ListObjectsPage> list_objects(const ListObjectsRequest& request) = 0;
   virtual absl::StatusOr<ObjectMetadata> get_object_metadata(const std::string& bucket,

@@ -57,8 +57,7 @@ std::string unique_composite_name() {
 bool FetcherImpl::compose_possible() const {
   if (options_.disable_compose || options_.max_composite_object_size == 0) return false;
   if (!capabilities_.compose || capabilities_.max_compose_sources < 2) return false;
-  // On a local disk a composite is a second copy of the bytes and saves nothing.
-  if (store_->backend() == "local") return false;
+  if (!capabilities_.remote) return false;  // on a local disk a composite is only a second copy
   std::lock_guard<std::mutex> lock(mu_);
   return !compose_refused_;
 }

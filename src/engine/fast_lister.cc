@@ -84,7 +84,7 @@ class ListJob {
       objects += c.objects.size();
       for (std::size_t i = 0; i < c.objects.size(); ++i) name_bytes += c.objects.name(i).size();
     }
-    Listing out(listing_source(store_, bucket_), prefix_);
+    Listing out(store_.url(bucket_, ""), prefix_);
     out.reserve(objects, name_bytes);
     for (auto& c : chunks_) {
       out.append(c.objects);
@@ -107,7 +107,7 @@ class ListJob {
   }
 
  private:
-  std::string where() const { return absl::StrCat(listing_source(store_, bucket_), "/", prefix_); }
+  std::string where() const { return absl::StrCat(store_.url(bucket_, ""), "/", prefix_); }
 
   // Takes ranges until none is outstanding (or one failed).
   void work() {

@@ -338,14 +338,6 @@ absl::StatusOr<Listing> Listing::load(ObjectStore& store, const std::string& buc
   return listing;
 }
 
-std::string listing_source(const ObjectStore& store, const std::string& bucket) {
-  const std::string_view backend = store.backend();
-  if (backend == "gcs") return "gs://" + bucket;
-  if (backend == "s3") return "s3://" + bucket;
-  if (backend == "local") return "file://" + bucket;  // the bucket is the root directory
-  return absl::StrCat(std::string(backend), "://", bucket);
-}
-
 double ListStats::objects_per_s() const {
   const double seconds = std::chrono::duration<double>(elapsed).count();
   return seconds > 0 ? static_cast<double>(objects) / seconds : 0.0;

@@ -16,7 +16,7 @@ namespace dataflux::internal {
 absl::StatusOr<RangedReadResult> read_object_ranged(
     ObjectStore& store, const std::string& bucket, const std::string& object,
     const RangedReadOptions& options, const std::function<char*(std::uint64_t size)>& allocate) {
-  const std::string url = object_url(store, bucket, object);
+  const std::string url = store.url(bucket, object);
   auto metadata = store.get_object_metadata(bucket, object);
   if (!metadata.ok()) return metadata.status();
   RangedReadResult result;

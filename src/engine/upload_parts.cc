@@ -28,16 +28,6 @@ std::string new_upload_id() {
   return absl::StrFormat("%016x", rng());
 }
 
-std::string object_url(const ObjectStore& store, const std::string& bucket,
-                       const std::string& object) {
-  const std::string_view backend = store.backend();
-  if (backend == "gcs") return absl::StrCat("gs://", bucket, "/", object);
-  if (backend == "s3") return absl::StrCat("s3://", bucket, "/", object);
-  std::string root = bucket.empty() ? "/" : bucket;
-  if (root.back() != '/') root += '/';
-  return absl::StrCat("file://", root, object);
-}
-
 absl::Status delete_with_retries(ObjectStore& store, const std::string& bucket,
                                  const std::string& object, const UploadOptions& options) {
   DeleteObjectRequest request;
@@ -53,9 +43,8 @@ absl::Status delete_with_retries(ObjectStore& store, const std::string& bucket,
       backoff *= 2;
     }
   }
-  return with_context(
-      last, absl::StrCat("delete temporary part ", object_url(store, bucket, object), " (after ",
-                         options.cleanup_attempts, " attempts)"));
+  return with_context(last, absl::StrCat("delete temporary part ", store.url(bucket, object),
+                                         " (after ", options.cleanup_attempts, " attempts)"));
 }
 
 absl::Status parallel_for(int count, int threads, const std::function<absl::Status(int)>& fn) {
@@ -116,7 +105,7 @@ ComposeMultipartUpload::ComposeMultipartUpload(std::shared_ptr<ObjectStore> stor
       request_(std::move(request)),
       options_(std::move(options)),
       id_(new_upload_id()),
-      url_(object_url(*store_, request_.bucket, request_.object)) {}
+      url_(store_->url(request_.bucket, request_.object)) {}
 
 ComposeMultipartUpload::~ComposeMultipartUpload() {
   bool done;
@@ -169,7 +158,7 @@ absl::Status ComposeMultipartUpload::upload_part(int number, std::string_view da
   if (!stored.ok()) return stored.status();  // names the part object; the caller adds the number
   if (stored->size != part.size || (stored->crc32c && *stored->crc32c != part.crc)) {
     return absl::DataLossError(absl::StrCat(
-        object_url(*store_, request_.bucket, part.name), ": the server stored ", stored->size,
+        store_->url(request_.bucket, part.name), ": the server stored ", stored->size,
         " bytes with CRC32C ", stored->crc32c ? crc32c_text(*stored->crc32c) : "none", " but ",
         part.size, " bytes with CRC32C ", crc32c_text(part.crc), " were sent"));
   }

@@ -29,10 +29,6 @@ bool is_upload_part_name(const std::string& name);
 // 16 random hex digits, unique per upload.
 std::string new_upload_id();
 
-// "gs://bucket/object" (or file:///..., s3://...) for messages.
-std::string object_url(const ObjectStore& store, const std::string& bucket,
-                       const std::string& object);
-
 // Deletes `object`, retrying transient failures; NotFound counts as done.
 absl::Status delete_with_retries(ObjectStore& store, const std::string& bucket,
                                  const std::string& object, const UploadOptions& options);

@@ -18,8 +18,6 @@
 namespace dataflux {
 namespace {
 
-using internal::object_url;
-
 constexpr int kDefaultMaxParts = 10000;
 
 class PartUploader : public Uploader {
@@ -29,7 +27,7 @@ class PartUploader : public Uploader {
       : store_(std::move(store)),
         caps_(store_->capabilities()),
         options_(std::move(options)),
-        url_(object_url(*store_, bucket, object)) {
+        url_(store_->url(bucket, object)) {
     request_.bucket = std::move(bucket);
     request_.object = std::move(object);
     request_.content_type = options_.content_type;
@@ -428,23 +426,23 @@ absl::StatusOr<std::unique_ptr<Uploader>> Uploader::create(std::shared_ptr<Objec
   if (!store) return absl::InvalidArgumentError("Uploader::create: no store");
   if (object.empty() || object.back() == '/') {
     return absl::InvalidArgumentError(
-        absl::StrCat("upload ", object_url(*store, bucket, object), ": not an object name"));
+        absl::StrCat("upload ", store->url(bucket, object), ": not an object name"));
   }
   if (internal::is_upload_part_name(object)) {
-    return absl::InvalidArgumentError(absl::StrCat("upload ", object_url(*store, bucket, object),
+    return absl::InvalidArgumentError(absl::StrCat("upload ", store->url(bucket, object),
                                                    ": names containing '", internal::kPartInfix,
                                                    "' are reserved for temporary parts"));
   }
   const StoreCapabilities caps = store->capabilities();
   bool stream = options.strategy == UploadStrategy::kSingleStream;
   if (options.strategy == UploadStrategy::kAuto && !caps.multipart_upload &&
-      (store->backend() == "local" || !caps.compose)) {
+      (!caps.remote || !caps.compose)) {
     stream = true;
   }
   if (options.strategy == UploadStrategy::kParts && !caps.multipart_upload && !caps.compose) {
-    return absl::UnimplementedError(absl::StrCat(
-        "upload ", object_url(*store, bucket, object), ": the ", std::string(store->backend()),
-        " store has neither multipart upload nor compose"));
+    return absl::UnimplementedError(
+        absl::StrCat("upload ", store->url(bucket, object), ": the ", std::string(store->backend()),
+                     " store has neither multipart upload nor compose"));
   }
   if (stream) {
     WriteObjectRequest request;
@@ -452,7 +450,7 @@ absl::StatusOr<std::unique_ptr<Uploader>> Uploader::create(std::shared_ptr<Objec
     request.object = object;
     request.content_type = options.content_type;
     request.if_generation_match = options.if_generation_match;
-    std::string url = object_url(*store, bucket, object);
+    std::string url = store->url(bucket, object);
     auto session = store->start_resumable_write(request);
     if (!session.ok()) {
       return absl::Status(session.status().code(),

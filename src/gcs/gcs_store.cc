@@ -56,6 +56,9 @@ class GcsStoreImpl : public GcsStore {
   explicit GcsStoreImpl(std::shared_ptr<GcsClient> client) : client_(std::move(client)) {}
 
   std::string_view backend() const override { return "gcs"; }
+  std::string url(std::string_view bucket, std::string_view object) const override {
+    return object.empty() ? absl::StrCat("gs://", av(bucket)) : internal::gs_url(bucket, object);
+  }
 
   StoreCapabilities capabilities() const override {
     StoreCapabilities caps;

@@ -143,6 +143,13 @@ class LocalStore : public ObjectStore, public std::enable_shared_from_this<Local
       : root_given_(std::move(root_given)), root_(std::move(root)), options_(options) {}
 
   std::string_view backend() const override { return "local"; }
+  // The bucket is the root directory.
+  std::string url(std::string_view bucket, std::string_view object) const override {
+    if (object.empty()) return absl::StrCat("file://", av(bucket));
+    std::string root = bucket.empty() ? "/" : std::string(bucket);
+    if (root.back() != '/') root += '/';
+    return absl::StrCat("file://", root, av(object));
+  }
 
   StoreCapabilities capabilities() const override {
     StoreCapabilities c;
@@ -152,6 +159,7 @@ class LocalStore : public ObjectStore, public std::enable_shared_from_this<Local
     c.server_end_offset = true;
     c.generations = true;
     c.write_chunk_quantum = 1;
+    c.remote = false;
     return c;
   }
 

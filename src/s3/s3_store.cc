@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/absl_view.h"
 #include "core/byte_range.h"
 #include "core/http_status.h"
 #include "core/sigv4.h"
@@ -51,6 +52,9 @@ class S3StoreImpl : public S3Store {
   explicit S3StoreImpl(std::shared_ptr<internal::S3Client> client) : client_(std::move(client)) {}
 
   std::string_view backend() const override { return "s3"; }
+  std::string url(std::string_view bucket, std::string_view object) const override {
+    return object.empty() ? absl::StrCat("s3://", internal::av(bucket)) : s3_url(bucket, object);
+  }
 
   StoreCapabilities capabilities() const override {
     StoreCapabilities caps;

@@ -20,6 +20,9 @@ class CountingStore : public ObjectStore {
  public:
   explicit CountingStore(std::shared_ptr<ObjectStore> inner) : inner_(std::move(inner)) {}
   std::string_view backend() const override { return inner_->backend(); }
+  std::string url(std::string_view bucket, std::string_view object) const override {
+    return inner_->url(bucket, object);
+  }
   StoreCapabilities capabilities() const override { return inner_->capabilities(); }
   absl::StatusOr<ListObjectsPage> list_objects(const ListObjectsRequest& r) override {
     return inner_->list_objects(r);

@@ -25,6 +25,9 @@ class TweakedStore : public ObjectStore {
   std::function<std::string(const std::string&)> storage_class;  // name → class
 
   std::string_view backend() const override { return base_->backend(); }
+  std::string url(std::string_view bucket, std::string_view object) const override {
+    return base_->url(bucket, object);
+  }
   StoreCapabilities capabilities() const override {
     auto c = base_->capabilities();
     if (hide_end_offset) c.server_end_offset = false;

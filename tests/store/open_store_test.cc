@@ -43,6 +43,30 @@ TEST(OpenStore, FileUrlsAndPathsOpenTheLocalStore) {
   fs::remove_all(dir);
 }
 
+// Each store names its objects and says what it can do; the engine asks these, never names.
+TEST(OpenStore, EachStoreFormatsItsUrlsAndStatesWhetherItIsRemote) {
+  StoreOptions options;
+  options.s3.anonymous = true;
+  options.s3.endpoint = "http://127.0.0.1:1";
+  options.gcs.endpoint = "http://127.0.0.1:1";
+  auto s3 = open_store("s3://bucket/key", options);
+  ASSERT_TRUE(s3.ok()) << s3.status();
+  EXPECT_EQ((*s3)->url("bucket", "a/b c"), "s3://bucket/a/b c");
+  EXPECT_EQ((*s3)->url("bucket", ""), "s3://bucket");
+  EXPECT_TRUE((*s3)->capabilities().remote);
+  auto gcs = open_store("gs://bucket/key", options);
+  ASSERT_TRUE(gcs.ok()) << gcs.status();
+  EXPECT_EQ((*gcs)->url("bucket", "a/b"), "gs://bucket/a/b");
+  EXPECT_EQ((*gcs)->url("bucket", ""), "gs://bucket");
+  EXPECT_TRUE((*gcs)->capabilities().remote);
+  auto local = open_store("/tmp/dataflux-url-test/x");
+  ASSERT_TRUE(local.ok()) << local.status();
+  EXPECT_EQ((*local)->url("/tmp/root", "a/b"), "file:///tmp/root/a/b");
+  EXPECT_EQ((*local)->url("/tmp/root/", "a"), "file:///tmp/root/a");
+  EXPECT_EQ((*local)->url("/tmp/root", ""), "file:///tmp/root");
+  EXPECT_FALSE((*local)->capabilities().remote);
+}
+
 // Points gs:// at an in-process emulator through the environment, as a user's job would, so
 // the stores under test are the ones open_store builds for the default endpoint.
 class OpenGcsStore : public ::testing::Test {
