@@ -55,7 +55,6 @@ struct ListStats {
   std::uint64_t objects_seen = 0;  // objects the store returned, filtered ones included
   std::uint64_t pages = 0;         // list pages received
   std::uint64_t requests = 0;      // list calls made, failed ones included
-  std::uint64_t retries = 0;       // list calls repeated by the lister after a transient error
   std::uint64_t splits = 0;        // ranges handed to idle workers
   int workers = 0;                 // workers that ran (1 = the listing stayed sequential)
   std::chrono::nanoseconds elapsed{0};
@@ -85,10 +84,6 @@ struct ListOptions {
   // separated by '/': "**" as a whole segment matches any number of segments; within a
   // segment '*', '?' and "[...]" work as in fnmatch(3) and never match '/'.
   std::string glob;
-  // Per page, on top of the store's own retries: a page that still fails with a transient
-  // error is asked again (only that page; the listing goes on).
-  RetryOptions retry = {/*max_attempts=*/3, std::chrono::milliseconds(100),
-                        std::chrono::milliseconds(2'000), 2.0, std::chrono::milliseconds(300'000)};
   // Called after every page with the running counters, from a worker thread, never from two
   // threads at once. Keep it cheap.
   std::function<void(const ListStats&)> progress;

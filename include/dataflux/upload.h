@@ -62,8 +62,6 @@ struct UploadOptions {
   // Without it the upload replaces whatever is there.
   std::optional<std::int64_t> if_generation_match;
   std::string content_type = "application/octet-stream";
-  int cleanup_attempts = 5;                        // per temporary-part delete
-  std::chrono::milliseconds cleanup_backoff{100};  // first wait between delete attempts
 };
 
 struct UploadStats {

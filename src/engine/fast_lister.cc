@@ -15,7 +15,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/http_status.h"
-#include "core/retry_policy.h"
 #include "dataflux/listing.h"
 #include "engine/list_filter.h"
 #include "engine/range_splitter.h"
@@ -99,7 +98,6 @@ class ListJob {
     s.objects_seen = objects_seen_.load();
     s.pages = pages_.load();
     s.requests = requests_.load();
-    s.retries = retries_.load();
     s.splits = splits_.load();
     s.workers = workers_started_.load();
     s.elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - started_);
@@ -206,17 +204,10 @@ class ListJob {
     }
   }
 
+  // The store retries each page under its own RetryOptions: the one retry layer.
   absl::StatusOr<ListObjectsPage> list_page(const ListObjectsRequest& request) {
-    RetryState retry(options_.retry, Idempotency::kIdempotent);
-    for (;;) {
-      ++requests_;
-      auto page = store_.list_objects(request);
-      if (page.ok() || failed_.load()) return page;
-      auto delay = retry.on_failure(page.status());
-      if (!delay) return retry.final_error(page.status());
-      ++retries_;
-      retry.clock().sleep_for(*delay);
-    }
+    ++requests_;
+    return store_.list_objects(request);
   }
 
   absl::Status list_range(Range range, Listing* out) {
@@ -291,8 +282,7 @@ class ListJob {
   std::atomic<int> workers_started_{0};  // 1 until the calling thread starts the workers
   std::vector<std::thread> threads_;
 
-  std::atomic<std::uint64_t> objects_{0}, objects_seen_{0}, pages_{0}, requests_{0}, retries_{0},
-      splits_{0};
+  std::atomic<std::uint64_t> objects_{0}, objects_seen_{0}, pages_{0}, requests_{0}, splits_{0};
   std::mutex progress_mu_;
 };
 

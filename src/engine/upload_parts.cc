@@ -28,23 +28,33 @@ std::string new_upload_id() {
   return absl::StrFormat("%016x", rng());
 }
 
-absl::Status delete_with_retries(ObjectStore& store, const std::string& bucket,
-                                 const std::string& object, const UploadOptions& options) {
-  DeleteObjectRequest request;
-  request.bucket = bucket;
-  request.object = object;
-  auto backoff = options.cleanup_backoff;
-  absl::Status last;
-  for (int attempt = 1; attempt <= std::max(1, options.cleanup_attempts); ++attempt) {
-    last = store.delete_object(request);
-    if (last.ok() || last.code() == absl::StatusCode::kNotFound) return absl::OkStatus();
-    if (attempt < options.cleanup_attempts) {
-      std::this_thread::sleep_for(backoff);
-      backoff *= 2;
+absl::Status delete_temporary(ObjectStore& store, const std::string& bucket,
+                              const std::string& object, std::optional<std::int64_t> generation) {
+  const bool generations = store.capabilities().generations;
+  for (int pass = 0; pass < 2; ++pass) {
+    DeleteObjectRequest request;
+    request.bucket = bucket;
+    request.object = object;
+    if (generations && !generation) {
+      auto live = store.get_object_metadata(bucket, object);
+      if (live.status().code() == absl::StatusCode::kNotFound) return absl::OkStatus();
+      if (!live.ok()) {
+        return with_context(live.status(),
+                            absl::StrCat("delete temporary part ", store.url(bucket, object)));
+      }
+      generation = live->generation;
     }
+    if (generations) request.if_generation_match = generation;
+    absl::Status s = store.delete_object(request);
+    if (s.ok() || s.code() == absl::StatusCode::kNotFound) return absl::OkStatus();
+    // Another generation lives there (the part was replaced): look it up once more.
+    if (s.code() == absl::StatusCode::kFailedPrecondition && pass == 0) {
+      generation.reset();
+      continue;
+    }
+    return with_context(s, absl::StrCat("delete temporary part ", store.url(bucket, object)));
   }
-  return with_context(last, absl::StrCat("delete temporary part ", store.url(bucket, object),
-                                         " (after ", options.cleanup_attempts, " attempts)"));
+  return absl::OkStatus();
 }
 
 absl::Status parallel_for(int count, int threads, const std::function<absl::Status(int)>& fn) {
@@ -165,6 +175,7 @@ absl::Status ComposeMultipartUpload::upload_part(int number, std::string_view da
   part.generation = stored->generation;
   part.uploaded = true;
   std::lock_guard<std::mutex> lock(mu_);
+  generations_[part.name] = part.generation;
   if (parts_.size() < static_cast<std::size_t>(number)) parts_.resize(number);
   parts_[number - 1] = std::move(part);
   return absl::OkStatus();
@@ -227,6 +238,8 @@ absl::StatusOr<ObjectMetadata> ComposeMultipartUpload::complete() {
                                                         begin + 1, "-", end, " at depth ", depth));
       }
       next[g].generation = made->generation;
+      std::lock_guard<std::mutex> lock(mu_);
+      generations_[next[g].name] = made->generation;
       return absl::OkStatus();
     });
     if (!s.ok()) return fail(s);
@@ -274,6 +287,13 @@ absl::Status ComposeMultipartUpload::abort() {
   return cleanup();
 }
 
+std::optional<std::int64_t> ComposeMultipartUpload::generation_of(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = generations_.find(name);
+  if (it == generations_.end()) return std::nullopt;
+  return it->second;
+}
+
 absl::Status ComposeMultipartUpload::cleanup() {
   std::vector<std::string> names;
   {
@@ -286,7 +306,8 @@ absl::Status ComposeMultipartUpload::cleanup() {
   std::mutex failed_mu;
   absl::Status s =
       parallel_for(static_cast<int>(names.size()), options_.max_parts_in_flight, [&](int i) {
-        absl::Status d = delete_with_retries(*store_, request_.bucket, names[i], options_);
+        absl::Status d =
+            delete_temporary(*store_, request_.bucket, names[i], generation_of(names[i]));
         if (!d.ok()) {
           std::lock_guard<std::mutex> lock(failed_mu);
           failed_names.push_back(names[i]);

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "dataflux/object_store.h"
@@ -29,9 +30,11 @@ bool is_upload_part_name(const std::string& name);
 // 16 random hex digits, unique per upload.
 std::string new_upload_id();
 
-// Deletes `object`, retrying transient failures; NotFound counts as done.
-absl::Status delete_with_retries(ObjectStore& store, const std::string& bucket,
-                                 const std::string& object, const UploadOptions& options);
+// Deletes the temporary `object`, pinned to `generation` (looked up first when unknown on a
+// store with generations), which makes the delete idempotent: the store's own retry layer
+// retries it, and no second loop here multiplies its attempts. NotFound counts as done.
+absl::Status delete_temporary(ObjectStore& store, const std::string& bucket,
+                              const std::string& object, std::optional<std::int64_t> generation);
 
 // Runs fn(0..count-1) on up to `threads` threads; returns the first error (by index).
 absl::Status parallel_for(int count, int threads, const std::function<absl::Status(int)>& fn);
@@ -71,6 +74,7 @@ class ComposeMultipartUpload : public MultipartUpload {
   std::string part_name(int number) const;
   // Deletes every temporary object this upload may have created.
   absl::Status cleanup();
+  std::optional<std::int64_t> generation_of(const std::string& name) const;
 
   std::shared_ptr<ObjectStore> store_;
   WriteObjectRequest request_;
@@ -81,8 +85,9 @@ class ComposeMultipartUpload : public MultipartUpload {
   mutable std::mutex mu_;
   std::vector<Part> parts_;               // index = number - 1; guarded by mu_
   std::vector<std::string> temporaries_;  // every name ever attempted; guarded by mu_
-  bool done_ = false;                     // completed or aborted; guarded by mu_
-  int leaked_ = 0;                        // guarded by mu_
+  absl::flat_hash_map<std::string, std::int64_t> generations_;  // of those known; guarded by mu_
+  bool done_ = false;  // completed or aborted; guarded by mu_
+  int leaked_ = 0;     // guarded by mu_
 };
 
 }  // namespace dataflux::internal

@@ -177,41 +177,58 @@ TEST_F(FastListerTest, ParallelEqualsSequentialUnderInjectedFaults) {
     emu_->inject_fault("objects.list", i % 3 == 0 ? emulator::Fault::reset()
                                                   : emulator::Fault::status(i % 2 ? 503 : 429));
   }
+  // The store is the one retry layer: give it room for all twelve, which may hit one page.
+  auto options = GcsEmulatorTest::options();
+  options.retry.max_attempts = 16;
+  auto store = make_gcs_store(options);
+  ASSERT_TRUE(store.ok());
   ListStats stats;
-  Listing parallel = list(*store_, "", 8, 100, &stats);
+  Listing parallel = list(**store, "", 8, 100, &stats);
   EXPECT_EQ(rows(parallel), want);
   EXPECT_EQ(emu_->pending_faults("objects.list"), 0u);
   // Every fault cost one more request than the pages received.
   EXPECT_GE(emu_->request_count("objects.list"), stats.pages + 12);
 }
 
-// With a store that does not retry, the lister's own per-page retry recovers.
-TEST_F(FastListerTest, ListerRetriesAPageTheStoreGaveUpOn) {
-  auto options = GcsEmulatorTest::options();
-  options.retry.max_attempts = 1;
-  auto store = make_gcs_store(options);
-  ASSERT_TRUE(store.ok());
+// Retries live in one layer, the store's: its RetryOptions mean exactly what they say. A store
+// that retries absorbs transient pages; one that does not fails the listing after one request
+// per attempt, with no hidden second layer multiplying them.
+TEST_F(FastListerTest, TheStoresRetryOptionsAreTheOnlyRetries) {
   std::vector<std::string> names;
   for (int i = 0; i < 500; ++i) names.push_back("r/" + std::to_string(i));
   seed(names);
-  // (Not a reset: curl resends a request whose reused connection was closed under it.)
-  emu_->inject_fault("objects.list", emulator::Fault::status(503));
-  emu_->inject_fault("objects.list", emulator::Fault::status(429));
   ListOptions list_options;
   list_options.workers = 1;
   list_options.page_size = 100;
-  list_options.retry.initial_backoff = std::chrono::milliseconds(1);
+
+  auto options = GcsEmulatorTest::options();
+  options.retry.max_attempts = 3;
+  auto retrying = make_gcs_store(options);
+  ASSERT_TRUE(retrying.ok());
+  // (Not a reset: curl resends a request whose reused connection was closed under it.)
+  emu_->inject_fault("objects.list", emulator::Fault::status(503));
+  emu_->inject_fault("objects.list", emulator::Fault::status(429));
+  emu_->reset_counters();
   ListStats stats;
-  auto listing = list_objects_fast(**store, bucket_, "", list_options, &stats);
+  auto listing = list_objects_fast(**retrying, bucket_, "", list_options, &stats);
   ASSERT_TRUE(listing.ok()) << listing.status();
   EXPECT_EQ(rows(*listing), expected());
-  EXPECT_EQ(stats.retries, 2u);
-  EXPECT_EQ(stats.requests, stats.pages + 2);
+  EXPECT_EQ(stats.requests, stats.pages);  // the lister asked each page once
+  EXPECT_EQ(emu_->request_count("objects.list"), stats.pages + 2);  // the store retried twice
+
+  options.retry.max_attempts = 1;
+  auto once = make_gcs_store(options);
+  ASSERT_TRUE(once.ok());
+  emu_->inject_fault("objects.list", emulator::Fault::status(503));
+  emu_->reset_counters();
+  auto failed = list_objects_fast(**once, bucket_, "", list_options);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kUnavailable) << failed.status();
+  EXPECT_EQ(emu_->request_count("objects.list"), 1u);
 }
 
 TEST_F(FastListerTest, PersistentErrorFailsWithTheBucketInTheMessage) {
   ListOptions options;
-  options.retry.max_attempts = 1;
   auto missing = list_objects_fast(*store_, "no-such-bucket-x", "p/", options);
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);

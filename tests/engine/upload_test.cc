@@ -23,7 +23,6 @@ UploadOptions small_parts(UploadStrategy strategy = UploadStrategy::kParts, int 
   o.part_size = kPart;
   o.max_parts_in_flight = in_flight;
   o.strategy = strategy;
-  o.cleanup_backoff = std::chrono::milliseconds(1);
   return o;
 }
 

@@ -79,7 +79,6 @@ class CheckpointTest : public ::testing::TestWithParam<std::string> {
     emu_->clear_faults();
     options_.upload.part_size = 64 << 10;  // several parts even for a small model
     options_.upload.max_parts_in_flight = 3;
-    options_.upload.cleanup_backoff = std::chrono::milliseconds(1);
     options_.read_range_size = 64 << 10;
     options_.reads_in_flight = 4;
     if (gcs()) {
