@@ -1,9 +1,11 @@
 // Listing several prefixes at once (the S3FileLister use case): every object under any of the
 // prefixes, each listed once, sorted by name. Works on every ObjectStore.
 //
-// Prefixes are listed concurrently, each page after page; a prefix inside another one is
-// listed only once (as part of the shorter one). The first error stops the listing and names
-// the prefix.
+// Each prefix is listed by the fast lister (listing.h), within one worker budget for the whole
+// call (ListOptions::workers, shared among the prefixes listed at once) and with its filters
+// (directory placeholders and Dataflux temporaries are skipped by default). A prefix inside
+// another one is listed only once (as part of the shorter one). The first error stops the
+// listing and names the prefix. Returned objects carry name, size, generation and CRC32C.
 //
 //   auto objects = dataflux::list_prefixes(*store, "my-bucket", {"train/a/", "train/b/"});
 //   for (const auto& o : objects.value()) std::cout << o.name << " " << o.size << "\n";
@@ -14,13 +16,15 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "dataflux/listing.h"
 #include "dataflux/object_store.h"
 
 namespace dataflux {
 
 absl::StatusOr<std::vector<ObjectMetadata>> list_prefixes(ObjectStore& store,
                                                           const std::string& bucket,
-                                                          std::vector<std::string> prefixes);
+                                                          std::vector<std::string> prefixes,
+                                                          const ListOptions& options = {});
 
 }  // namespace dataflux
 

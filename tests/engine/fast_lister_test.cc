@@ -8,6 +8,7 @@
 #include <random>
 #include <set>
 
+#include "dataflux/list_prefixes.h"
 #include "dataflux/local.h"
 #include "engine/lister_test_env.h"
 #include "engine/range_splitter.h"
@@ -242,6 +243,42 @@ TEST_F(FastListerTest, PersistentErrorFailsWithTheBucketInTheMessage) {
   auto forbidden = list_objects_fast(*store_, bucket_, "", options);
   ASSERT_FALSE(forbidden.ok());
   EXPECT_EQ(forbidden.status().code(), absl::StatusCode::kPermissionDenied);
+}
+
+// Several prefixes: the fast lister over each, within one worker budget, each object once and
+// in name order, with the lister's filters.
+TEST_F(FastListerTest, SeveralPrefixesShareOneWorkerBudget) {
+  std::vector<std::string> names;
+  for (int p = 0; p < 7; ++p) {
+    for (int i = 0; i < 250; ++i)
+      names.push_back("p" + std::to_string(p) + "/" + std::to_string(i));
+    names.push_back("p" + std::to_string(p) + "/dir/");  // a placeholder: skipped
+  }
+  seed(names);
+  ListOptions options;
+  options.workers = 3;  // fewer than the prefixes
+  options.page_size = 100;
+  auto got =
+      list_prefixes(*store_, bucket_, {"p6/", "p1/", "p3/", "p1/2", "p0/", "nothing/"}, options);
+  ASSERT_TRUE(got.ok()) << got.status();
+  std::vector<std::string> want;
+  for (const auto& n : names) {
+    if (n.back() != '/' && (n.rfind("p0/", 0) == 0 || n.rfind("p1/", 0) == 0 ||
+                            n.rfind("p3/", 0) == 0 || n.rfind("p6/", 0) == 0)) {
+      want.push_back(n);
+    }
+  }
+  std::sort(want.begin(), want.end());
+  std::vector<std::string> seen;
+  for (const auto& o : *got) {
+    seen.push_back(o.name);
+    EXPECT_GT(o.generation, 0) << o.name;
+    EXPECT_TRUE(o.crc32c.has_value()) << o.name;
+  }
+  EXPECT_EQ(seen, want);
+  options.workers = 0;
+  EXPECT_EQ(list_prefixes(*store_, bucket_, {"p0/"}, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(FastListerTest, BadOptionsAreRejected) {
