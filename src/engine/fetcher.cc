@@ -128,7 +128,7 @@ void FetcherImpl::read_direct(const std::shared_ptr<FetchGroup>& group, std::siz
           if (result.ok() && result->bytes != size) {
             const FetchTarget& t = group->targets()[i];
             status = absl::DataLossError(absl::StrCat(
-                "fetch ", self->bucket_, "/", t.object.name, ": read ", result->bytes,
+                "fetch ", self->store_->url(self->bucket_, t.object.name), ": read ", result->bytes,
                 " bytes but the listing says ", size, " (changed since it was listed?)"));
           }
           group->item_done(i, status);
@@ -178,8 +178,8 @@ void FetcherImpl::read_ranges(const std::shared_ptr<FetchGroup>& group, std::siz
           [self, group, i, ranges, k, offset, length](absl::StatusOr<ReadObjectResult> result) {
             const FetchTarget& t = group->targets()[i];
             auto what = [&] {
-              return absl::StrCat("fetch ", self->bucket_, "/", t.object.name, ": range ", offset,
-                                  "-", offset + length - 1);
+              return absl::StrCat("fetch ", self->store_->url(self->bucket_, t.object.name),
+                                  ": range ", offset, "-", offset + length - 1);
             };
             absl::Status status = result.status();
             if (!status.ok()) {
@@ -205,8 +205,8 @@ void FetcherImpl::read_ranges(const std::shared_ptr<FetchGroup>& group, std::siz
                 const std::uint32_t whole =
                     crc32c_of_ranges(ranges->crcs, self->options_.range_size, t.object.size);
                 status = check_whole_object_crc32c(
-                    absl::StrCat("fetch ", self->bucket_, "/", t.object.name), t.object.size, whole,
-                    std::nullopt, t.object.crc32c);
+                    absl::StrCat("fetch ", self->store_->url(self->bucket_, t.object.name)),
+                    t.object.size, whole, std::nullopt, t.object.crc32c);
               }
               group->item_done(i, status);
             }
@@ -235,9 +235,9 @@ void Fetcher::fetch_async(std::vector<FetchTarget> targets,
   for (const auto& t : targets) {
     if (t.buffer == nullptr && t.object.size != 0) {
       if (on_done) {
-        on_done(
-            absl::InvalidArgumentError(absl::StrCat("fetch ", impl_->bucket(), "/", t.object.name,
-                                                    ": no buffer for ", t.object.size, " bytes")));
+        on_done(absl::InvalidArgumentError(
+            absl::StrCat("fetch ", impl_->store()->url(impl_->bucket(), t.object.name),
+                         ": no buffer for ", t.object.size, " bytes")));
       }
       return;
     }

@@ -1,7 +1,7 @@
 // Parallel ranged read of one whole object into one caller-provided buffer, verified against
-// the object's CRC32C: stat, then R ranges of S bytes in flight (all pinned to the generation
-// the stat saw), each landing in place; the range checksums are combined in order while later
-// ranges are still downloading.
+// the object's CRC32C: stat, then the Fetcher's ranges (the one ranged reader), R ranges of S
+// bytes in flight, all pinned to the generation the stat saw, each checksummed where it lands
+// and combined once the last is in.
 //
 //   internal::RangedReadOptions options;            // 16 MiB ranges, 16 in flight
 //   std::unique_ptr<char[]> bytes;
@@ -31,7 +31,7 @@ struct RangedReadOptions {
 struct RangedReadResult {
   ObjectMetadata metadata;  // from the stat; the generation every range was pinned to
   std::uint64_t bytes = 0;
-  int requests = 0;  // ranged GETs, including the store's internal retries
+  int requests = 0;  // reads issued (ranges, or 1 for a single read); store retries not counted
   bool crc32c_verified = false;
 };
 

@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <condition_variable>
+
 #include <algorithm>
 #include <mutex>
 #include <set>
@@ -48,15 +51,33 @@ class CountingStore : public ObjectStore {
       peak_requests_ = std::max(peak_requests_, requests_);
       peak_bytes_ = std::max(peak_bytes_, bytes_);
     }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++submitted_;
+      submitted_cv_.notify_all();
+    }
     inner_->read_object_async(r, buffer, capacity,
                               [this, capacity, done](absl::StatusOr<ReadObjectResult> result) {
                                 {
-                                  std::lock_guard<std::mutex> lock(mu_);
+                                  std::unique_lock<std::mutex> lock(mu_);
+                                  // A fast store (a local disk) may finish a read before the next
+                                  // is even asked for; held here, a read stays in flight until a
+                                  // second one was asked for, so overlap shows whenever the caller
+                                  // allows it. Bounded: a caller that never overlaps still finishes
+                                  // (and fails the overlap check).
+                                  if (hold_until_second_) {
+                                    submitted_cv_.wait_for(lock, std::chrono::seconds(10),
+                                                           [this] { return submitted_ >= 2; });
+                                  }
                                   --requests_;
                                   bytes_ -= capacity;
                                 }
                                 done(std::move(result));
                               });
+  }
+  void hold_until_second_read() {
+    std::lock_guard<std::mutex> lock(mu_);
+    hold_until_second_ = true;
   }
   absl::StatusOr<ObjectMetadata> write_object(const WriteObjectRequest& r,
                                               std::string_view data) override {
@@ -93,6 +114,9 @@ class CountingStore : public ObjectStore {
   std::shared_ptr<ObjectStore> inner_;
   std::mutex mu_;
   std::size_t requests_ = 0, bytes_ = 0, peak_requests_ = 0, peak_bytes_ = 0;
+  std::size_t submitted_ = 0;
+  bool hold_until_second_ = false;
+  std::condition_variable submitted_cv_;
 };
 
 struct Buffers {
@@ -166,6 +190,7 @@ TEST_P(FetcherTest, LargeObjectsAreReadInParallelRangesByteExact) {
   put("ranged/two", two);
   put("ranged/small", "tiny");
   auto counting = std::make_shared<CountingStore>(store_);
+  counting->hold_until_second_read();
   FetchOptions options;
   options.range_size = 65536;
   options.max_bytes_in_flight = 300000;
