@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
     dataflux::internal::RangedReadOptions o;
     if (variant == "load-single") {
       o.range_size = ~0ull;
-      o.ranges_in_flight = 1;
+      o.max_requests_in_flight = 1;
     } else if (variant != "load-ranged") {
       die("unknown variant " + variant);
     }

@@ -175,7 +175,7 @@ int main(int argc, char** argv) try {
   auto options = dataflux::DatasetOptions().store(store);
   auto loader_options = torch::data::DataLoaderOptions(a.batch).workers(a.workers);
 
-  if (a.concurrency != 0) options.concurrency(a.concurrency);
+  if (a.concurrency != 0) options.max_requests_in_flight(a.concurrency);
   if (a.prefetch_set) options.prefetch(a.prefetch);
 
   Epoch epoch;

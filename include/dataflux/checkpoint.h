@@ -40,9 +40,9 @@
 namespace dataflux {
 
 struct CheckpointOptions {
-  UploadOptions upload;                      // part size (32 MiB), parts in flight (8), ...
-  std::uint64_t read_range_size = 16 << 20;  // bytes per ranged GET when loading
-  int reads_in_flight = 16;                  // concurrent ranged GETs when loading
+  UploadOptions upload;                 // part size (32 MiB), parts in flight (8), ...
+  std::uint64_t range_size = 16 << 20;  // bytes per ranged GET when loading
+  int max_requests_in_flight = 16;      // ranged GETs in flight when loading
   // The store to use; nullptr = open_store(url, store_options) for each URL's scheme.
   std::shared_ptr<ObjectStore> store;
   StoreOptions store_options;

@@ -43,7 +43,7 @@ using DatasetTransform = std::function<torch::data::Example<>(
     at::Tensor bytes, const ObjectEntry& object, std::size_t index)>;
 
 // Mirrors the Python connector's Config (prefix, max_composite_object_size, disable_compose,
-// listing workers, retries), plus concurrency, prefetch, order and partitioning.
+// listing workers, retries), plus the read budgets, prefetch, order and partitioning.
 struct DatasetOptions {
   // Appended to the URL's path: MapDataset("gs://b/", DatasetOptions().prefix("train/")).
   TORCH_ARG(std::string, prefix) = "";
@@ -63,12 +63,12 @@ struct DatasetOptions {
   // (and its copies). Size it so workers x batch size fit with room to read ahead: a worker
   // waits for its batch's slowest read, so reads queued behind a full budget add a whole
   // round trip. 256 = the default transport's own limit (TransportOptions).
-  TORCH_ARG(std::size_t, concurrency) = 256;
+  TORCH_ARG(std::size_t, max_requests_in_flight) = 256;
   // Bytes of reads in flight (and, for StreamingDataset, read ahead) at once.
   TORCH_ARG(std::uint64_t, max_bytes_in_flight) = 256ull << 20;
   // Samples larger than this are read as parallel ranges of this size (a 150 MiB sample is
   // then many streams, not one); 0 reads every sample in one request.
-  TORCH_ARG(std::uint64_t, read_range_size) = 16ull << 20;
+  TORCH_ARG(std::uint64_t, range_size) = 16ull << 20;
   // Objects read ahead of the consumer (at most max_bytes_in_flight of them; 0 = none).
   // StreamingDataset: always, along its order. MapDataset: when get_batch is asked for
   // contiguous runs of indices (a SequentialSampler, or batches in index order), shared by all

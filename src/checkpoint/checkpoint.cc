@@ -89,8 +89,8 @@ UploadStats CheckpointWriter::stats() const { return uploader_->stats(); }
 CheckpointReader::CheckpointReader(const std::string& url, const CheckpointOptions& options) {
   Target t = resolve_object(url, options);
   internal::RangedReadOptions read;
-  read.range_size = options.read_range_size;
-  read.ranges_in_flight = options.reads_in_flight;
+  read.range_size = options.range_size;
+  read.max_requests_in_flight = options.max_requests_in_flight;
   auto result = internal::read_object_ranged(
       *t.store, t.url.bucket, t.url.object, read, [this](std::uint64_t size) -> char* {
         if (size == 0) return nullptr;

@@ -26,9 +26,9 @@ std::shared_ptr<DatasetState> open_dataset(const std::string& url, const Dataset
   config.store_options = options.store_options();
   config.store_options.gcs.retry = options.retry();
   config.listing_workers = options.listing_workers();
-  config.fetch.max_requests_in_flight = options.concurrency();
+  config.fetch.max_requests_in_flight = options.max_requests_in_flight();
   config.fetch.max_bytes_in_flight = options.max_bytes_in_flight();
-  config.fetch.range_size = options.read_range_size();
+  config.fetch.range_size = options.range_size();
   config.fetch.max_composite_object_size = options.max_composite_object_size();
   config.fetch.disable_compose = options.disable_compose();
   config.fetch.force_compose = options.force_compose();

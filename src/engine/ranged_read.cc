@@ -35,12 +35,13 @@ absl::StatusOr<RangedReadResult> read_object_ranged(
     result.crc32c_verified = metadata->crc32c.has_value();
     return result;
   }
-  // The Fetcher's ranges (the one ranged reader), within a budget of `ranges_in_flight` ranges:
-  // each pinned to the generation stat saw, checksummed where it lands, combined and checked
-  // against the object's CRC32C once the last one is in.
+  // The Fetcher's ranges (the one ranged reader), within a budget of `max_requests_in_flight`
+  // ranges: each pinned to the generation stat saw, checksummed where it lands, combined and
+  // checked against the object's CRC32C once the last one is in.
   const std::uint64_t range =
       std::max<std::uint64_t>(1, std::min<std::uint64_t>(options.range_size, size));
-  const std::uint64_t window = static_cast<std::uint64_t>(std::max(1, options.ranges_in_flight));
+  const std::uint64_t window =
+      static_cast<std::uint64_t>(std::max(1, options.max_requests_in_flight));
   FetchOptions fetch;
   fetch.disable_compose = true;
   fetch.range_size = range;

@@ -22,7 +22,7 @@ namespace dataflux::internal {
 
 struct RangedReadOptions {
   std::uint64_t range_size = 16ull << 20;  // bytes per ranged GET
-  int ranges_in_flight = 16;               // concurrent ranged GETs
+  int max_requests_in_flight = 16;         // ranged GETs in flight
   // A store that reports no CRC32C (some S3 objects) cannot be verified; true makes that an
   // error instead of a read with crc32c_verified = false.
   bool require_crc32c = false;

@@ -23,7 +23,7 @@ class RangedReadTest : public BackendTest {
   absl::StatusOr<internal::RangedReadResult> read(const std::string& name, std::string& out) {
     RangedReadOptions o;
     o.range_size = 64 << 10;
-    o.ranges_in_flight = 4;
+    o.max_requests_in_flight = 4;
     return internal::read_object_ranged(*store_, bucket_, name, o, [&](std::uint64_t size) {
       out.assign(size, '\0');
       return out.data();

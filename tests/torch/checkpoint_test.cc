@@ -79,8 +79,8 @@ class CheckpointTest : public ::testing::TestWithParam<std::string> {
     emu_->clear_faults();
     options_.upload.part_size = 64 << 10;  // several parts even for a small model
     options_.upload.max_parts_in_flight = 3;
-    options_.read_range_size = 64 << 10;
-    options_.reads_in_flight = 4;
+    options_.range_size = 64 << 10;
+    options_.max_requests_in_flight = 4;
     if (gcs()) {
       static std::atomic<int> counter{0};
       bucket_ = "ckpt-" + std::to_string(counter++);

@@ -178,13 +178,13 @@ TEST_P(DatasetTest, MapDatasetListsAndFetchesBatchesByteExact) {
 
 TEST_P(DatasetTest, SamplesAboveTheRangeSizeArriveByteExactFromParallelRanges) {
   auto data = put_many(6, 50001);  // 13 ranges of 4 KiB each
-  MapDataset map(url_, options().read_range_size(4096));
+  MapDataset map(url_, options().range_size(4096));
   auto batch = map.get_batch({5, 0, 3});
   ASSERT_EQ(batch.size(), 3u);
   EXPECT_EQ(as_string(batch[0].data), data[5]);
   EXPECT_EQ(as_string(batch[1].data), data[0]);
   EXPECT_EQ(as_string(batch[2].data), data[3]);
-  StreamingDataset stream(url_, options().read_range_size(4096));
+  StreamingDataset stream(url_, options().range_size(4096));
   std::map<std::int64_t, std::string> seen;
   while (auto b = stream.get_batch(4)) {
     for (auto& e : *b) seen[e.target.item<std::int64_t>()] = as_string(e.data);
