@@ -18,13 +18,8 @@ MapPrefetcher::MapPrefetcher(std::shared_ptr<Fetcher> fetcher,
       window_objects_(window_objects),
       window_bytes_(window_bytes),
       allocate_(std::move(allocate)),
-      state_(std::make_shared<State>()),
-      served_(window_objects > 0 ? objects->size() : 0, 0) {}
-
-MapPrefetcher::~MapPrefetcher() {
-  std::unique_lock<std::mutex> lock(state_->mu);
-  state_->cv.wait(lock, [this] { return state_->fetches_in_flight == 0; });
-}
+      served_(window_objects > 0 ? objects->size() : 0, 0),
+      reads_(fetcher_) {}
 
 void MapPrefetcher::drop_ahead_unless(std::size_t from, std::size_t to) {
   for (auto it = ahead_.begin(); it != ahead_.end();) {
@@ -39,9 +34,8 @@ void MapPrefetcher::drop_ahead_unless(std::size_t from, std::size_t to) {
   }
 }
 
-std::vector<std::pair<std::size_t, std::shared_ptr<MapPrefetcher::Entry>>>
-MapPrefetcher::plan_ahead(std::size_t first, std::size_t end) {
-  std::vector<std::pair<std::size_t, std::shared_ptr<Entry>>> planned;
+std::vector<ReadAhead::Read> MapPrefetcher::plan_ahead(std::size_t first, std::size_t end) {
+  std::vector<ReadAhead::Read> planned;
   // Workers ask in any order: a batch past the frontier moves it, so the read-ahead never
   // reads what a worker is already fetching itself.
   next_ = std::max(next_, end);
@@ -55,40 +49,9 @@ MapPrefetcher::plan_ahead(std::size_t first, std::size_t end) {
     entry->buffer = allocate_((*objects_)[index].size);
     ahead_.emplace(index, entry);
     ahead_bytes_ += (*objects_)[index].size;
-    planned.emplace_back(index, std::move(entry));
+    planned.emplace_back((*objects_)[index], std::move(entry));
   }
   return planned;
-}
-
-void MapPrefetcher::start(
-    const std::vector<std::pair<std::size_t, std::shared_ptr<Entry>>>& entries) {
-  for (std::size_t begin = 0; begin < entries.size(); begin += kChunk) {
-    const std::size_t end = std::min(entries.size(), begin + kChunk);
-    std::vector<FetchTarget> targets;
-    std::vector<std::shared_ptr<Entry>> chunk;
-    for (std::size_t k = begin; k < end; ++k) {
-      targets.push_back({(*objects_)[entries[k].first], entries[k].second->buffer.data});
-      chunk.push_back(entries[k].second);
-    }
-    {
-      std::lock_guard<std::mutex> lock(state_->mu);
-      ++state_->fetches_in_flight;
-    }
-    std::shared_ptr<State> state = state_;
-    fetcher_->fetch_async(
-        std::move(targets),
-        [state, chunk](std::size_t i, const absl::Status& status) {
-          std::lock_guard<std::mutex> lock(state->mu);
-          chunk[i]->status = status;
-          chunk[i]->done = true;
-          state->cv.notify_all();
-        },
-        [state](absl::Status) {
-          std::lock_guard<std::mutex> lock(state->mu);
-          --state->fetches_in_flight;
-          state->cv.notify_all();
-        });
-  }
 }
 
 absl::Status MapPrefetcher::get(const std::size_t* indices, std::size_t n,
@@ -96,11 +59,11 @@ absl::Status MapPrefetcher::get(const std::size_t* indices, std::size_t n,
   out->assign(n, FetchBuffer());
   std::vector<std::shared_ptr<Entry>> taken(n);
   std::vector<FetchTarget> now;
-  std::vector<std::pair<std::size_t, std::shared_ptr<Entry>>> ahead;
+  std::vector<ReadAhead::Read> ahead;
   bool contiguous = n > 0;
   for (std::size_t k = 1; k < n && contiguous; ++k) contiguous = indices[k] == indices[k - 1] + 1;
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    std::lock_guard<std::mutex> lock(reads_.mu());
     if (window_objects_ > 0 && contiguous && served_[indices[0]]) {
       // Asked again for what this pass already served: a new pass (the next epoch, or a loop
       // that broke off and started over). Read-ahead far from its start is dropped.
@@ -151,17 +114,17 @@ absl::Status MapPrefetcher::get(const std::size_t* indices, std::size_t n,
       wait->cv.notify_all();
     });
   }
-  start(ahead);
+  reads_.start(ahead, kChunk);
 
   // Objects read ahead: wait for those still in flight; any that failed are read again here,
   // so a transient failure costs a read, and a lasting one is reported by that read.
   std::vector<FetchTarget> again;
   {
-    std::unique_lock<std::mutex> lock(state_->mu);
+    std::unique_lock<std::mutex> lock(reads_.mu());
     for (std::size_t k = 0; k < n; ++k) {
       if (!taken[k]) continue;
       Entry& entry = *taken[k];
-      state_->cv.wait(lock, [&entry] { return entry.done; });
+      reads_.wait(lock, entry);
       (*out)[k] = entry.buffer;
       if (!entry.status.ok()) again.push_back({(*objects_)[indices[k]], entry.buffer.data});
     }
@@ -177,12 +140,12 @@ absl::Status MapPrefetcher::get(const std::size_t* indices, std::size_t n,
 }
 
 std::uint64_t MapPrefetcher::hits() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  std::lock_guard<std::mutex> lock(reads_.mu());
   return hits_;
 }
 
 std::uint64_t MapPrefetcher::dropped() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  std::lock_guard<std::mutex> lock(reads_.mu());
   return dropped_;
 }
 

@@ -10,7 +10,6 @@
 #ifndef DATAFLUX_SRC_DATA_MAP_PREFETCH_H_
 #define DATAFLUX_SRC_DATA_MAP_PREFETCH_H_
 
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -20,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "dataflux/fetch.h"
+#include "engine/read_ahead.h"
 
 namespace dataflux::internal {
 
@@ -29,7 +29,7 @@ class MapPrefetcher {
   MapPrefetcher(std::shared_ptr<Fetcher> fetcher, const std::vector<ObjectEntry>* objects,
                 std::size_t window_objects, std::uint64_t window_bytes, FetchAllocator allocate);
   // Waits for the reads still in flight.
-  ~MapPrefetcher();
+  ~MapPrefetcher() = default;
   MapPrefetcher(const MapPrefetcher&) = delete;
   MapPrefetcher& operator=(const MapPrefetcher&) = delete;
 
@@ -43,41 +43,30 @@ class MapPrefetcher {
   std::uint64_t dropped() const;
 
  private:
-  struct Entry {
-    FetchBuffer buffer;
-    bool done = false;  // guarded by State::mu
-    absl::Status status;
-  };
-  struct State {
-    std::mutex mu;
-    std::condition_variable cv;
-    std::size_t fetches_in_flight = 0;  // guarded by mu
-  };
+  using Entry = ReadAhead::Slot;
 
-  // Under state_->mu: forgets read-ahead outside [from, to).
+  // Under reads_.mu(): forgets read-ahead outside [from, to).
   void drop_ahead_unless(std::size_t from, std::size_t to);
-  // Under state_->mu: plans the read-ahead after the contiguous batch [first, end).
-  std::vector<std::pair<std::size_t, std::shared_ptr<Entry>>> plan_ahead(std::size_t first,
-                                                                         std::size_t end);
-  // Starts reads into `entries` (read-ahead: nobody waits on this call).
-  void start(const std::vector<std::pair<std::size_t, std::shared_ptr<Entry>>>& entries);
+  // Under reads_.mu(): plans the read-ahead after the contiguous batch [first, end).
+  std::vector<ReadAhead::Read> plan_ahead(std::size_t first, std::size_t end);
 
   const std::shared_ptr<Fetcher> fetcher_;
   const std::vector<ObjectEntry>* const objects_;
   const std::size_t window_objects_;
   const std::uint64_t window_bytes_;
   const FetchAllocator allocate_;
-  const std::shared_ptr<State> state_;
 
-  // Read ahead, not yet handed out, by index; guarded by state_->mu.
+  // Read ahead, not yet handed out, by index; guarded by reads_.mu().
   std::unordered_map<std::size_t, std::shared_ptr<Entry>> ahead_;
-  std::uint64_t ahead_bytes_ = 0;  // guarded by state_->mu
-  std::size_t next_ = 0;           // the read-ahead frontier; guarded by state_->mu
+  std::uint64_t ahead_bytes_ = 0;  // guarded by reads_.mu()
+  std::size_t next_ = 0;           // the read-ahead frontier; guarded by reads_.mu()
   // Indices handed out (or being fetched) in this pass, never read ahead again; a batch that
-  // starts at a served index starts a new pass. Guarded by state_->mu.
+  // starts at a served index starts a new pass. Guarded by reads_.mu().
   std::vector<std::uint8_t> served_;
-  std::uint64_t hits_ = 0;     // guarded by state_->mu
-  std::uint64_t dropped_ = 0;  // guarded by state_->mu
+  std::uint64_t hits_ = 0;     // guarded by reads_.mu()
+  std::uint64_t dropped_ = 0;  // guarded by reads_.mu()
+  // Last: destroyed first, waiting for the reads in flight while the rest still exists.
+  mutable ReadAhead reads_;
 };
 
 }  // namespace dataflux::internal

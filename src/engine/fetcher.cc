@@ -20,6 +20,9 @@ FetchGroup::FetchGroup(std::vector<FetchTarget> targets,
       remaining_(targets_.size()) {}
 
 void FetchGroup::item_done(std::size_t i, const absl::Status& status) {
+  // on_item first, and the count after it, so that on_done runs only once every on_item has
+  // returned, as fetch_async promises (items complete on several threads at once).
+  if (on_item_) on_item_(i, status);
   bool last;
   absl::Status first;
   {
@@ -28,7 +31,6 @@ void FetchGroup::item_done(std::size_t i, const absl::Status& status) {
     last = --remaining_ == 0;
     if (last) first = first_error_;
   }
-  if (on_item_) on_item_(i, status);
   if (last && on_done_) on_done_(std::move(first));
 }
 
@@ -234,11 +236,12 @@ void Fetcher::fetch_async(std::vector<FetchTarget> targets,
   }
   for (const auto& t : targets) {
     if (t.buffer == nullptr && t.object.size != 0) {
-      if (on_done) {
-        on_done(absl::InvalidArgumentError(
-            absl::StrCat("fetch ", impl_->store()->url(impl_->bucket(), t.object.name),
-                         ": no buffer for ", t.object.size, " bytes")));
-      }
+      // Refused as a whole: every item still hears why, then on_done, as for any fetch.
+      const absl::Status refused = absl::InvalidArgumentError(
+          absl::StrCat("fetch ", impl_->store()->url(impl_->bucket(), t.object.name),
+                       ": no buffer for ", t.object.size, " bytes"));
+      for (std::size_t i = 0; i < targets.size() && on_item; ++i) on_item(i, refused);
+      if (on_done) on_done(refused);
       return;
     }
   }

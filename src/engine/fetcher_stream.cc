@@ -1,6 +1,6 @@
-// PrefetchStream: a window of reads ahead of a sequential consumer, handed out in order.
+// PrefetchStream: a window of reads ahead of a sequential consumer, handed out in order, on the
+// one read-ahead machinery (engine/read_ahead.h).
 #include <algorithm>
-#include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <new>
@@ -8,24 +8,23 @@
 
 #include "core/io_buffer.h"
 #include "dataflux/fetch.h"
+#include "engine/read_ahead.h"
 
 namespace dataflux {
 
 struct PrefetchStream::State {
-  struct Slot {
-    FetchBuffer buffer;
+  explicit State(std::shared_ptr<Fetcher> fetcher) : ahead(std::move(fetcher)) {}
+  struct Pending {
+    std::shared_ptr<internal::ReadAhead::Slot> slot;
     std::uint64_t size = 0;
-    bool done = false;
-    absl::Status status;
   };
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<Slot> slots;            // positions [head, head + slots.size()); guarded by mu
-  std::size_t head = 0;              // guarded by mu
-  std::size_t next = 0;              // first position not yet requested; guarded by mu
-  std::uint64_t bytes_ahead = 0;     // bytes in `slots`; guarded by mu
-  std::size_t chunks_in_flight = 0;  // guarded by mu
-  absl::Status failed;               // sticky; guarded by mu
+  // Positions [head, head + pending.size()), all guarded by ahead.mu().
+  std::deque<Pending> pending;
+  std::size_t head = 0;
+  std::size_t next = 0;           // first position not yet requested
+  std::uint64_t bytes_ahead = 0;  // bytes in `pending`
+  absl::Status failed;            // sticky
+  internal::ReadAhead ahead;      // last: destroyed first, waiting for the reads in flight
 };
 
 namespace {
@@ -43,81 +42,58 @@ FetchBuffer heap_buffer(std::uint64_t size) {
 
 PrefetchStream::PrefetchStream(std::shared_ptr<Fetcher> fetcher, std::vector<ObjectEntry> objects,
                                PrefetchOptions options, FetchAllocator allocate)
-    : fetcher_(std::move(fetcher)),
+    : fetcher_(fetcher),
       objects_(std::move(objects)),
       options_(options),
       allocate_(allocate ? std::move(allocate) : FetchAllocator(heap_buffer)),
-      state_(std::make_shared<State>()) {
+      state_(std::make_shared<State>(std::move(fetcher))) {
   options_.window_objects = std::max<std::size_t>(1, options_.window_objects);
   options_.chunk_objects = std::max<std::size_t>(1, options_.chunk_objects);
 }
 
-PrefetchStream::~PrefetchStream() {
-  std::unique_lock<std::mutex> lock(state_->mu);
-  state_->cv.wait(lock, [this] { return state_->chunks_in_flight == 0; });
-}
+PrefetchStream::~PrefetchStream() = default;
 
 void PrefetchStream::refill() {
-  for (;;) {
-    std::vector<FetchTarget> targets;
-    std::size_t first;
-    {
-      std::lock_guard<std::mutex> lock(state_->mu);
-      first = state_->next;
-      while (state_->next < objects_.size() && targets.size() < options_.chunk_objects &&
-             state_->slots.size() < options_.window_objects &&
-             (state_->slots.empty() || state_->bytes_ahead < options_.window_bytes)) {
-        const ObjectEntry& object = objects_[state_->next];
-        State::Slot slot;
-        slot.size = object.size;
-        slot.buffer = allocate_(object.size);
-        targets.push_back({object, slot.buffer.data});
-        state_->bytes_ahead += object.size;
-        state_->slots.push_back(std::move(slot));
-        ++state_->next;
-      }
-      if (targets.empty()) return;
-      ++state_->chunks_in_flight;
+  std::vector<internal::ReadAhead::Read> reads;
+  {
+    std::lock_guard<std::mutex> lock(state_->ahead.mu());
+    while (state_->next < objects_.size() && state_->pending.size() < options_.window_objects &&
+           (state_->pending.empty() || state_->bytes_ahead < options_.window_bytes)) {
+      const ObjectEntry& object = objects_[state_->next];
+      State::Pending p;
+      p.size = object.size;
+      p.slot = std::make_shared<internal::ReadAhead::Slot>();
+      p.slot->buffer = allocate_(object.size);
+      reads.emplace_back(object, p.slot);
+      state_->bytes_ahead += object.size;
+      state_->pending.push_back(std::move(p));
+      ++state_->next;
     }
-    std::shared_ptr<State> state = state_;
-    fetcher_->fetch_async(
-        std::move(targets),
-        [state, first](std::size_t i, const absl::Status& status) {
-          std::lock_guard<std::mutex> lock(state->mu);
-          State::Slot& slot = state->slots[first + i - state->head];
-          slot.done = true;
-          slot.status = status;
-          state->cv.notify_all();
-        },
-        [state](absl::Status) {
-          std::lock_guard<std::mutex> lock(state->mu);
-          --state->chunks_in_flight;
-          state->cv.notify_all();
-        });
   }
+  state_->ahead.start(reads, options_.chunk_objects);
 }
 
 absl::StatusOr<std::optional<PrefetchStream::Item>> PrefetchStream::next() {
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    std::lock_guard<std::mutex> lock(state_->ahead.mu());
     if (!state_->failed.ok()) return state_->failed;
     if (state_->head == objects_.size()) return std::optional<Item>();
   }
   refill();
   Item item;
   {
-    std::unique_lock<std::mutex> lock(state_->mu);
-    state_->cv.wait(lock, [this] { return state_->slots.front().done; });
-    State::Slot slot = std::move(state_->slots.front());
-    state_->slots.pop_front();
-    state_->bytes_ahead -= slot.size;
+    std::unique_lock<std::mutex> lock(state_->ahead.mu());
+    State::Pending p = std::move(state_->pending.front());
+    state_->pending.pop_front();
+    state_->bytes_ahead -= p.size;
     item.position = state_->head++;
-    if (!slot.status.ok()) {
-      state_->failed = slot.status;
-      return slot.status;
+    state_->ahead.wait(lock, *p.slot);
+    if (!p.slot->status.ok()) {
+      state_->failed = p.slot->status;
+      return p.slot->status;
     }
-    item.buffer = std::move(slot.buffer);
-    item.size = slot.size;
+    item.buffer = std::move(p.slot->buffer);
+    item.size = p.size;
   }
   refill();
   return std::optional<Item>(std::move(item));

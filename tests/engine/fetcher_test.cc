@@ -3,13 +3,16 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <thread>
 
 #include <algorithm>
 #include <mutex>
 #include <set>
 
+#include "engine/fetcher_internal.h"
 #include "fetcher_test_env.h"
 
 namespace dataflux::testing {
@@ -295,6 +298,62 @@ TEST_P(FetcherTest, PrefetchStreamDestroyedMidwayWaitsForItsReads) {
     ASSERT_TRUE(stream.next().ok());
   }  // 59 reads may be in flight here: destruction must wait, not crash
   SUCCEED();
+}
+
+// fetch_async's promise: on_done runs once, after every on_item has returned, even when items
+// complete on several threads at once (a read-ahead window frees a slot's waiters on on_done).
+// Item 0's on_item is held until item 1 has completed on another thread: the group must not
+// run on_done there, while item 0 is still inside on_item.
+TEST(FetchGroupTest, OnDoneRunsAfterEveryOnItemHasReturned) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool first_inside = false, other_finished = false;
+  int returned = 0, returned_at_done = -1;
+  auto group = std::make_shared<internal::FetchGroup>(
+      std::vector<FetchTarget>(2),
+      [&](std::size_t i, const absl::Status&) {
+        std::unique_lock<std::mutex> lock(mu);
+        if (i == 0) {
+          first_inside = true;
+          cv.notify_all();
+          cv.wait_for(lock, std::chrono::seconds(10), [&] { return other_finished; });
+        }
+        ++returned;
+      },
+      [&](absl::Status) {
+        std::lock_guard<std::mutex> lock(mu);
+        returned_at_done = returned;
+      });
+  std::thread first([&] { group->item_done(0, absl::OkStatus()); });
+  std::thread other([&] {
+    {
+      // Item 1 completes only once item 0 is inside its on_item.
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait_for(lock, std::chrono::seconds(10), [&] { return first_inside; });
+    }
+    group->item_done(1, absl::OkStatus());
+    std::lock_guard<std::mutex> lock(mu);
+    other_finished = true;
+    cv.notify_all();
+  });
+  first.join();
+  other.join();
+  EXPECT_EQ(returned, 2);
+  EXPECT_EQ(returned_at_done, 2);
+}
+
+// A fetch refused as a whole (here: an allocator that gave no buffer) reports no item; the
+// consumer waiting on it must get that error, not wait forever.
+TEST_P(FetcherTest, PrefetchStreamReportsAFetchRefusedAsAWhole) {
+  put_many("pfr/", 4, 1000);
+  auto fetcher = std::make_shared<Fetcher>(store_, bucket_);
+  PrefetchStream stream(fetcher, list("pfr/"), PrefetchOptions{},
+                        [](std::uint64_t) { return FetchBuffer(); });
+  auto item = stream.next();
+  ASSERT_FALSE(item.ok());
+  EXPECT_EQ(item.status().code(), absl::StatusCode::kInvalidArgument) << item.status();
+  EXPECT_THAT(std::string(item.status().message()), HasSubstr("no buffer"));
+  EXPECT_EQ(stream.next().status(), item.status());  // failed for good
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, FetcherTest, ::testing::Values("local", "gcs"));
