@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/read_checks.h"
+#include "core/thread_pool.h"
 #include "dataflux/crc32c.h"
 #include "engine/fetcher_internal.h"
 
@@ -140,13 +141,34 @@ void FetcherImpl::read_direct(const std::shared_ptr<FetchGroup>& group, std::siz
   enqueue(std::move(job));
 }
 
+void FetcherImpl::range_done(const std::shared_ptr<FetchGroup>& group, std::size_t i,
+                             const std::shared_ptr<Ranges>& ranges, std::size_t k,
+                             std::uint64_t offset, std::uint64_t length, absl::Status status) {
+  const FetchTarget& t = group->targets()[i];
+  const std::uint32_t crc =
+      status.ok() && t.object.crc32c ? crc32c_extend(0, t.buffer + offset, length) : 0;
+  bool last;
+  {
+    std::lock_guard<std::mutex> lock(ranges->mu);
+    ranges->crcs[k] = crc;
+    if (!status.ok() && ranges->first_error.ok()) ranges->first_error = status;
+    last = --ranges->remaining == 0;
+    if (last) status = ranges->first_error;
+  }
+  if (last) {
+    if (status.ok() && t.object.crc32c) {
+      const std::uint32_t whole =
+          crc32c_of_ranges(ranges->crcs, options_.range_size, t.object.size);
+      status =
+          check_whole_object_crc32c(absl::StrCat("fetch ", store_->url(bucket_, t.object.name)),
+                                    t.object.size, whole, std::nullopt, t.object.crc32c);
+    }
+    group->item_done(i, status);
+  }
+  release(length);
+}
+
 void FetcherImpl::read_ranges(const std::shared_ptr<FetchGroup>& group, std::size_t i) {
-  struct Ranges {
-    std::mutex mu;
-    std::vector<std::uint32_t> crcs;  // guarded by mu
-    std::size_t remaining;            // guarded by mu
-    absl::Status first_error;         // guarded by mu
-  };
   const FetchTarget& target = group->targets()[i];
   const std::uint64_t size = target.object.size;
   const std::uint64_t range = options_.range_size;
@@ -190,29 +212,15 @@ void FetcherImpl::read_ranges(const std::shared_ptr<FetchGroup>& group, std::siz
               status = absl::DataLossError(absl::StrCat(what(), ": read ", result->bytes,
                                                         " bytes (changed since it was listed?)"));
             }
-            // Checksummed here, where the range just landed (still in cache), and combined
-            // with the others' once the last one is in.
-            const std::uint32_t crc =
-                status.ok() && t.object.crc32c ? crc32c_extend(0, t.buffer + offset, length) : 0;
-            bool last;
-            {
-              std::lock_guard<std::mutex> lock(ranges->mu);
-              ranges->crcs[k] = crc;
-              if (!status.ok() && ranges->first_error.ok()) ranges->first_error = status;
-              last = --ranges->remaining == 0;
-              if (last) status = ranges->first_error;
+            // Checksummed on the shared pool (CPU work off the transport's loop thread, which
+            // would otherwise checksum every range in turn), combined once the last is in.
+            if (status.ok() && t.object.crc32c) {
+              ThreadPool::shared().run([self, group, i, ranges, k, offset, length] {
+                self->range_done(group, i, ranges, k, offset, length, absl::OkStatus());
+              });
+            } else {
+              self->range_done(group, i, ranges, k, offset, length, status);
             }
-            if (last) {
-              if (status.ok() && t.object.crc32c) {
-                const std::uint32_t whole =
-                    crc32c_of_ranges(ranges->crcs, self->options_.range_size, t.object.size);
-                status = check_whole_object_crc32c(
-                    absl::StrCat("fetch ", self->store_->url(self->bucket_, t.object.name)),
-                    t.object.size, whole, std::nullopt, t.object.crc32c);
-              }
-              group->item_done(i, status);
-            }
-            self->release(length);
           });
     };
     enqueue(std::move(job));

@@ -68,6 +68,17 @@ class FetcherImpl : public std::enable_shared_from_this<FetcherImpl> {
   // An object above range_size: parallel ranges into its buffer, each range's CRC32C
   // combined and checked against the listing's when the last one lands.
   void read_ranges(const std::shared_ptr<FetchGroup>& group, std::size_t i);
+  // The ranges of one object: their CRC32Cs (combined once the last is in) and first error.
+  struct Ranges {
+    std::mutex mu;
+    std::vector<std::uint32_t> crcs;  // guarded by mu
+    std::size_t remaining = 0;        // guarded by mu
+    absl::Status first_error;         // guarded by mu
+  };
+  // One range landed (or failed): checksum it, and finish the object after its last range.
+  void range_done(const std::shared_ptr<FetchGroup>& group, std::size_t i,
+                  const std::shared_ptr<Ranges>& ranges, std::size_t k, std::uint64_t offset,
+                  std::uint64_t length, absl::Status status);
   void compose_batch(const std::shared_ptr<FetchGroup>& group, std::vector<std::size_t> items);
   // The blocking body of a compose batch (on the compose pool); returns the items that must
   // still be read directly.
