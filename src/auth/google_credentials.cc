@@ -18,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "auth/oauth_flow.h"
 #include "auth/token_cache.h"
+#include "core/percent.h"
 #include "dataflux/credentials.h"
 #include "rapidjson/document.h"
 #include "rapidjson/error/en.h"
@@ -67,7 +68,7 @@ class ServiceAccountSource : public TokenSource {
     if (!jwt.ok())
       return absl::Status(jwt.status().code(), absl::StrCat(what_, ": ", jwt.status().message()));
     std::string form =
-        absl::StrCat("grant_type=", internal::form_urlencode(kJwtBearerGrant), "&assertion=", *jwt);
+        absl::StrCat("grant_type=", internal::percent_encode(kJwtBearerGrant), "&assertion=", *jwt);
     return internal::request_token(token_uri_, std::move(form), retry_, what_, {*jwt});
   }
 
@@ -101,9 +102,9 @@ class AuthorizedUserSource : public TokenSource {
 
   absl::StatusOr<AccessToken> fetch() override {
     std::string form =
-        absl::StrCat("grant_type=refresh_token&client_id=", internal::form_urlencode(client_id_),
-                     "&client_secret=", internal::form_urlencode(client_secret_),
-                     "&refresh_token=", internal::form_urlencode(refresh_token_));
+        absl::StrCat("grant_type=refresh_token&client_id=", internal::percent_encode(client_id_),
+                     "&client_secret=", internal::percent_encode(client_secret_),
+                     "&refresh_token=", internal::percent_encode(refresh_token_));
     return internal::request_token(token_uri_, std::move(form), retry_, what_,
                                    {client_secret_, refresh_token_});
   }

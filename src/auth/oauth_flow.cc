@@ -13,6 +13,7 @@
 #include "absl/strings/str_replace.h"
 #include "core/absl_view.h"
 #include "core/http_status.h"
+#include "core/percent.h"
 #include "core/retry_policy.h"
 #include "http/http_transport.h"
 #include "rapidjson/document.h"
@@ -134,22 +135,6 @@ std::string base64url_encode(std::string_view data) {
     out += kAlphabet[(v >> 18) & 63];
     out += kAlphabet[(v >> 12) & 63];
     out += kAlphabet[(v >> 6) & 63];
-  }
-  return out;
-}
-
-std::string form_urlencode(std::string_view value) {
-  std::string out;
-  for (char c : value) {
-    unsigned char u = static_cast<unsigned char>(c);
-    if ((u >= 'A' && u <= 'Z') || (u >= 'a' && u <= 'z') || (u >= '0' && u <= '9') || u == '-' ||
-        u == '.' || u == '_' || u == '~') {
-      out += c;
-    } else {
-      char buf[4];
-      std::snprintf(buf, sizeof(buf), "%%%02X", u);
-      out += buf;
-    }
   }
   return out;
 }

@@ -23,7 +23,6 @@ typedef struct evp_pkey_st EVP_PKEY;
 namespace dataflux::internal {
 
 std::string base64url_encode(std::string_view data);  // no padding
-std::string form_urlencode(std::string_view value);   // application/x-www-form-urlencoded
 // SHA-256 of `data`, hex, first 16 characters: names a secret in a cache key without holding it.
 std::string short_digest(std::string_view data);
 

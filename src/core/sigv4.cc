@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "core/absl_view.h"
+#include "core/percent.h"
 
 namespace dataflux::internal {
 namespace {
@@ -68,27 +69,10 @@ std::string md5_base64_of(std::string_view data) {
 }
 std::string md5_hex_of(std::string_view data) { return hex_lower(digest(EVP_md5(), data)); }
 
-std::string aws_uri_encode(std::string_view in, bool keep_slash) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(in.size());
-  for (unsigned char c : in) {
-    if (absl::ascii_isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' ||
-        (keep_slash && c == '/')) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-  return out;
-}
-
 std::string canonical_query_string(std::vector<std::pair<std::string, std::string>> query) {
   for (auto& [name, value] : query) {
-    name = aws_uri_encode(name, false);
-    value = aws_uri_encode(value, false);
+    name = percent_encode(name, false);
+    value = percent_encode(value, false);
   }
   std::sort(query.begin(), query.end());
   return absl::StrJoin(query, "&", [](std::string* out, const auto& p) {

@@ -31,10 +31,6 @@ std::string hex_lower(std::string_view bytes);
 std::string md5_base64_of(std::string_view data);
 std::string md5_hex_of(std::string_view data);
 
-// AWS's UriEncode: every byte but A-Z a-z 0-9 - . _ ~ becomes %XX (uppercase hex); '/' is
-// kept when `keep_slash` (object key paths).
-std::string aws_uri_encode(std::string_view in, bool keep_slash);
-
 struct SigV4Request {
   std::string method;
   std::string canonical_uri;  // the URI-encoded absolute path, e.g. "/bucket/my%20key"

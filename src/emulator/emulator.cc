@@ -28,48 +28,30 @@
 
 namespace dataflux::emulator {
 
-Fault Fault::status(int http_status) {
+namespace {
+
+Fault make_fault(Fault::Kind kind, std::uint64_t after_bytes = 0) {
   Fault f;
-  f.kind = Kind::kStatus;
+  f.kind = kind;
+  f.after_bytes = after_bytes;
+  return f;
+}
+
+}  // namespace
+
+Fault Fault::status(int http_status) {
+  Fault f = make_fault(Kind::kStatus);
   f.http_status = http_status;
   return f;
 }
-Fault Fault::reset() {
-  Fault f;
-  f.kind = Kind::kReset;
-  return f;
-}
-Fault Fault::break_after(std::uint64_t bytes) {
-  Fault f;
-  f.kind = Kind::kBreakAfter;
-  f.after_bytes = bytes;
-  return f;
-}
-Fault Fault::ignore_range() {
-  Fault f;
-  f.kind = Kind::kIgnoreRange;
-  return f;
-}
-
-Fault Fault::shift_range(std::uint64_t bytes) {
-  Fault f;
-  f.kind = Kind::kShiftRange;
-  f.after_bytes = bytes;
-  return f;
-}
-
-Fault Fault::long_range(std::uint64_t bytes) {
-  Fault f;
-  f.kind = Kind::kLongRange;
-  f.after_bytes = bytes;
-  return f;
-}
-
+Fault Fault::reset() { return make_fault(Kind::kReset); }
+Fault Fault::break_after(std::uint64_t bytes) { return make_fault(Kind::kBreakAfter, bytes); }
+Fault Fault::ignore_range() { return make_fault(Kind::kIgnoreRange); }
+Fault Fault::shift_range(std::uint64_t bytes) { return make_fault(Kind::kShiftRange, bytes); }
+Fault Fault::long_range(std::uint64_t bytes) { return make_fault(Kind::kLongRange, bytes); }
 Fault Fault::stall(absl::Duration duration, std::uint64_t after_bytes) {
-  Fault f;
-  f.kind = Kind::kStall;
+  Fault f = make_fault(Kind::kStall, after_bytes);
   f.stall_for = duration;
-  f.after_bytes = after_bytes;
   return f;
 }
 

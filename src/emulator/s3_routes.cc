@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "core/percent.h"
 #include "core/sigv4.h"
 #include "dataflux/crc32c.h"
 #include "emulator/wire.h"
@@ -203,7 +204,7 @@ std::optional<Reply> S3Service::authenticate(const httplib::Request& req) const 
   auto decoded = percent_decode(path);
   auto query = raw_query(req.target);
   if (!decoded || !query) return s3_error_reply(400, "InvalidURI", "Malformed URI escape.");
-  sig.canonical_uri = df::aws_uri_encode(*decoded, true);
+  sig.canonical_uri = df::percent_encode(*decoded, true);
   sig.query = *std::move(query);
   for (const auto& name : auth->signed_headers) {
     const std::size_t n = req.get_header_value_count(name.c_str());

@@ -86,22 +86,6 @@ std::optional<std::string> percent_decode(std::string_view in) {
   return out;
 }
 
-std::string percent_encode(std::string_view in) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(in.size() * 3);
-  for (unsigned char c : in) {
-    if (absl::ascii_isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-  return out;
-}
-
 std::optional<std::vector<std::string>> split_path(std::string_view target) {
   std::string_view path = target.substr(0, target.find('?'));
   std::vector<std::string> segments;

@@ -10,13 +10,13 @@
 #include <vector>
 
 #include "core/byte_range.h"
+#include "core/percent.h"
 
 namespace dataflux::emulator::internal {
 
 // Decodes %XX escapes; nullopt on a malformed escape. '+' stays '+' (paths, not forms).
 std::optional<std::string> percent_decode(std::string_view in);
-// Escapes everything except RFC 3986 unreserved characters.
-std::string percent_encode(std::string_view in);
+using dataflux::internal::percent_encode;  // core/percent.h
 
 // The raw path of a request target split on '/', each segment percent-decoded.
 // "/a/b%2Fc?x" -> {"a", "b/c"}. nullopt on a malformed escape.

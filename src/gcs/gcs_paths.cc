@@ -5,25 +5,6 @@
 
 namespace dataflux::internal {
 
-std::string percent_encode(std::string_view value) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(value.size());
-  for (char c : value) {
-    auto u = static_cast<unsigned char>(c);
-    bool unreserved = (u >= 'A' && u <= 'Z') || (u >= 'a' && u <= 'z') || (u >= '0' && u <= '9') ||
-                      u == '-' || u == '.' || u == '_' || u == '~';
-    if (unreserved) {
-      out.push_back(c);
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[u >> 4]);
-      out.push_back(kHex[u & 0xF]);
-    }
-  }
-  return out;
-}
-
 void QueryString::add(std::string_view name, std::string_view value) {
   query_.push_back(query_.empty() ? '?' : '&');
   query_ += percent_encode(name);

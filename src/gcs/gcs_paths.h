@@ -15,11 +15,9 @@
 #include <string>
 #include <string_view>
 
-namespace dataflux::internal {
+#include "core/percent.h"
 
-// Encodes every byte outside the RFC 3986 unreserved set (A-Za-z0-9-._~) as %XX (upper-case
-// hex), so the result is safe as one path segment or one query value.
-std::string percent_encode(std::string_view value);
+namespace dataflux::internal {
 
 // Accumulates "?k=v&k=v", encoding names and values. Empty values are skipped by add_nonempty.
 class QueryString {

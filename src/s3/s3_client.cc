@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/absl_view.h"
 #include "core/http_status.h"
+#include "core/percent.h"
 #include "core/sigv4.h"
 #include "s3/s3_xml.h"
 
@@ -165,7 +166,7 @@ HttpRequest S3Client::new_request(const S3Call& call) const {
   std::string host = vhost ? absl::StrCat(call.bucket, ".", host_) : host_;
   std::string path;
   if (!vhost && !call.bucket.empty()) absl::StrAppend(&path, "/", call.bucket);
-  if (!call.key.empty()) absl::StrAppend(&path, "/", aws_uri_encode(call.key, true));
+  if (!call.key.empty()) absl::StrAppend(&path, "/", percent_encode(call.key, true));
   if (path.empty()) path = "/";
   std::string query = canonical_query_string(call.query);
 

@@ -7,6 +7,7 @@
 #include "core/absl_view.h"
 #include "core/byte_range.h"
 #include "core/http_status.h"
+#include "core/percent.h"
 #include "core/sigv4.h"
 #include "dataflux/crc32c.h"
 #include "dataflux/s3.h"
@@ -190,7 +191,7 @@ class S3StoreImpl : public S3Store {
     call.key = request.destination_object;
     call.headers = {
         {"x-amz-copy-source", absl::StrCat("/", request.source_bucket, "/",
-                                           internal::aws_uri_encode(request.source_object, true))}};
+                                           internal::percent_encode(request.source_object, true))}};
     if (request.if_generation_match) call.headers.emplace_back("If-None-Match", "*");
     internal::RetryState retry(client_->options().retry, Idempotency::kIdempotent);
     std::function<absl::StatusOr<internal::HttpResponse>(int)> attempt =

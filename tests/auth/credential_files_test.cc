@@ -5,6 +5,7 @@
 
 #include "auth/oauth_flow.h"
 #include "auth_test_env.h"
+#include "core/percent.h"
 #include "dataflux/credentials.h"
 #include "rapidjson/document.h"
 
@@ -116,7 +117,7 @@ TEST(OAuthFlow, Base64UrlAndFormEncoding) {
   EXPECT_EQ(internal::base64url_encode("fo"), "Zm8");
   EXPECT_EQ(internal::base64url_encode("foo"), "Zm9v");
   EXPECT_EQ(internal::base64url_encode("\xfb\xff"), "-_8");
-  EXPECT_EQ(internal::form_urlencode("a b+c/=&~"), "a%20b%2Bc%2F%3D%26~");
+  EXPECT_EQ(internal::percent_encode("a b+c/=&~"), "a%20b%2Bc%2F%3D%26~");
 }
 
 std::string base64url_decode(std::string s) {

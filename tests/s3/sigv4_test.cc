@@ -2,6 +2,7 @@
 // Transferring Payload in a Single Chunk" (public documentation test vectors; the key pair is
 // AWS's documented example, not a secret).
 #include "core/sigv4.h"
+#include "core/percent.h"
 
 #include <gtest/gtest.h>
 
@@ -55,7 +56,7 @@ TEST(SigV4, AwsExamplePutObject) {
   EXPECT_EQ(hash, "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072");
   SigV4Request r;
   r.method = "PUT";
-  r.canonical_uri = "/" + aws_uri_encode("test$file.text", true);
+  r.canonical_uri = "/" + percent_encode("test$file.text", true);
   EXPECT_EQ(r.canonical_uri, "/test%24file.text");
   r.headers = {{"Host", kHost},
                {"Date", "Fri, 24 May 2013 00:00:00 GMT"},
@@ -97,8 +98,8 @@ TEST(SigV4, AwsExampleBucketLifecycleHasAnEmptyQueryValue) {
 }
 
 TEST(SigV4, UriEncodeKeepsOnlyUnreservedCharacters) {
-  EXPECT_EQ(aws_uri_encode("a b/c~d-e_f.g+h=é", true), "a%20b/c~d-e_f.g%2Bh%3D%C3%A9");
-  EXPECT_EQ(aws_uri_encode("a/b", false), "a%2Fb");
+  EXPECT_EQ(percent_encode("a b/c~d-e_f.g+h=é", true), "a%20b/c~d-e_f.g%2Bh%3D%C3%A9");
+  EXPECT_EQ(percent_encode("a/b", false), "a%2Fb");
   EXPECT_EQ(canonical_query_string({{"b", "x y"}, {"a", "2"}, {"a", "1"}}), "a=1&a=2&b=x%20y");
 }
 
