@@ -54,23 +54,29 @@ PrefetchStream::PrefetchStream(std::shared_ptr<Fetcher> fetcher, std::vector<Obj
 PrefetchStream::~PrefetchStream() = default;
 
 void PrefetchStream::refill() {
-  std::vector<internal::ReadAhead::Read> reads;
-  {
-    std::lock_guard<std::mutex> lock(state_->ahead.mu());
-    while (state_->next < objects_.size() && state_->pending.size() < options_.window_objects &&
-           (state_->pending.empty() || state_->bytes_ahead < options_.window_bytes)) {
-      const ObjectEntry& object = objects_[state_->next];
-      State::Pending p;
-      p.size = object.size;
-      p.slot = std::make_shared<internal::ReadAhead::Slot>();
-      p.slot->buffer = allocate_(object.size);
-      reads.emplace_back(object, p.slot);
-      state_->bytes_ahead += object.size;
-      state_->pending.push_back(std::move(p));
-      ++state_->next;
+  // One chunk at a time: the first chunk's reads start before the next chunk's buffers are
+  // even allocated.
+  for (;;) {
+    std::vector<internal::ReadAhead::Read> reads;
+    {
+      std::lock_guard<std::mutex> lock(state_->ahead.mu());
+      while (state_->next < objects_.size() && reads.size() < options_.chunk_objects &&
+             state_->pending.size() < options_.window_objects &&
+             (state_->pending.empty() || state_->bytes_ahead < options_.window_bytes)) {
+        const ObjectEntry& object = objects_[state_->next];
+        State::Pending p;
+        p.size = object.size;
+        p.slot = std::make_shared<internal::ReadAhead::Slot>();
+        p.slot->buffer = allocate_(object.size);
+        reads.emplace_back(object, p.slot);
+        state_->bytes_ahead += object.size;
+        state_->pending.push_back(std::move(p));
+        ++state_->next;
+      }
     }
+    if (reads.empty()) return;
+    state_->ahead.start(reads, options_.chunk_objects);
   }
-  state_->ahead.start(reads, options_.chunk_objects);
 }
 
 absl::StatusOr<std::optional<PrefetchStream::Item>> PrefetchStream::next() {
