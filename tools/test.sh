@@ -3,13 +3,16 @@
 #   1. the full build (torch layer included) and all its tests, Google's gcloud CLI against
 #      our emulator included (skipped, visibly, where gcloud is absent);
 #   2. the torch-free tests again under AddressSanitizer + UndefinedBehaviorSanitizer;
-#   3. `cmake --install`, then the demo built as a separate project against the install tree.
+#   3. the concurrent engine and read-path tests (engine_tests, store_tests) under
+#      ThreadSanitizer, only those two binaries built;
+#   4. `cmake --install`, then the demo built as a separate project against the install tree.
 # Ends with one line "tests: N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tools/deps.sh || exit 1
 BUILD_DIR=${BUILD_DIR:-build}
 ASAN_DIR=${ASAN_DIR:-build-asan}
+TSAN_DIR=${TSAN_DIR:-build-tsan}
 passed=0
 failed=0
 
@@ -32,6 +35,27 @@ run_ctest() {
   rm -f "$log"
 }
 
+# run_gtest BINARY: runs one gtest binary and adds its test counts to the totals.
+run_gtest() {
+  local log ok bad
+  log=$(mktemp)
+  "$1" --gtest_brief=1 2>&1 | tee "$log"
+  ok=$(sed -nE 's/^\[  PASSED  \] ([0-9]+) tests?\.$/\1/p' "$log" | tail -1)
+  bad=$(sed -nE 's/^\[  FAILED  \] ([0-9]+) tests?, listed below:$/\1/p' "$log" | tail -1)
+  if [ -z "$ok" ] && [ -z "$bad" ]; then
+    failed=$((failed + 1))
+    echo "test.sh: no gtest summary from $1"
+  else
+    passed=$((passed + ${ok:-0}))
+    failed=$((failed + ${bad:-0}))
+  fi
+  if grep -q "WARNING: ThreadSanitizer" "$log"; then
+    failed=$((failed + 1))
+    echo "test.sh: ThreadSanitizer reported a race in $1"
+  fi
+  rm -f "$log"
+}
+
 step() { echo; echo "=== $* ==="; }
 
 step "build (Release, with libtorch)"
@@ -50,6 +74,18 @@ if cmake -S . -B "$ASAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDATAFL
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 run_ctest "$ASAN_DIR"
 else
   echo "test.sh: the sanitizer build failed"; failed=$((failed + 1))
+fi
+
+step "engine and read-path tests under ThreadSanitizer"
+if cmake -S . -B "$TSAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDATAFLUX_WITH_TORCH=OFF \
+         -DDATAFLUX_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS="-fsanitize=thread -fno-omit-frame-pointer" \
+         -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread >/dev/null &&
+   cmake --build "$TSAN_DIR" -j2 --target engine_tests store_tests; then
+  for t in engine_tests store_tests; do
+    TSAN_OPTIONS=halt_on_error=0 run_gtest "$TSAN_DIR/tests/$t"
+  done
+else
+  echo "test.sh: the ThreadSanitizer build failed"; failed=$((failed + 1))
 fi
 
 step "install, and build the demo against the install tree"
