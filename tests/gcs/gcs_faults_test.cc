@@ -113,19 +113,24 @@ TEST_F(GcsFaultsTest, ResumeIsPinnedToTheFirstGeneration) {
   GcsOptions options = this->options();
   options.transport.stall_timeout = std::chrono::milliseconds(100);
   auto store = make_gcs_store(options).value();
-  std::string buffer(v1.size(), '\0');
-  // Overwrite the object while the first attempt stalls. The resume asks for the generation
-  // it started with, which no longer exists (no versioning): the read fails cleanly instead of
-  // splicing bytes of two different objects.
-  std::thread overwrite([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
-    seed_object("obj", random_bytes(1 << 20, 8));
+  // Overwrite the object once the first attempt has delivered bytes (so its generation is
+  // pinned), while it stalls. The resume asks for the generation it started with, which no
+  // longer exists (no versioning): the read fails cleanly instead of splicing bytes of two
+  // different objects.
+  std::string got;
+  bool overwritten = false;
+  auto result = store->read_object(read_request(bucket_, "obj"), [&](const char* p, std::size_t n) {
+    got.append(p, n);
+    if (!overwritten) {
+      overwritten = true;
+      seed_object("obj", random_bytes(1 << 20, 8));
+    }
+    return absl::OkStatus();
   });
-  auto result = store->read_object(read_request(bucket_, "obj"), buffer.data(), buffer.size());
-  overwrite.join();
   EXPECT_EQ(result.status().code(), absl::StatusCode::kNotFound) << result.status();
   EXPECT_EQ(emu_->request_count("objects.media"), 2u);
-  EXPECT_EQ(buffer.substr(0, 64 << 10), v1.substr(0, 64 << 10));
+  ASSERT_EQ(got.size(), std::size_t{64 << 10});
+  EXPECT_TRUE(got == v1.substr(0, 64 << 10));
 }
 
 TEST_F(GcsFaultsTest, StalledReadIsAbandonedAndResumed) {
