@@ -82,7 +82,7 @@ if cmake -S . -B "$TSAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDATAFL
          -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread >/dev/null &&
    cmake --build "$TSAN_DIR" -j2 --target engine_tests store_tests; then
   for t in engine_tests store_tests; do
-    TSAN_OPTIONS=halt_on_error=0 run_gtest "$TSAN_DIR/tests/$t"
+    TSAN_OPTIONS="halt_on_error=0 suppressions=$PWD/tools/tsan.supp" run_gtest "$TSAN_DIR/tests/$t"
   done
 else
   echo "test.sh: the ThreadSanitizer build failed"; failed=$((failed + 1))
