@@ -2,13 +2,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 
 namespace dataflux::internal {
 
-ThreadPool::ThreadPool(std::size_t threads) {
-  threads_.reserve(threads);
-  for (std::size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
+ThreadPool::ThreadPool(std::size_t max_threads) : max_threads_(std::max<std::size_t>(1, max_threads)) {
+  threads_.reserve(max_threads_);
 }
 
 ThreadPool::~ThreadPool() {
@@ -17,6 +17,7 @@ ThreadPool::~ThreadPool() {
     stopping_ = true;
   }
   wake_.notify_all();
+  // run() cannot add threads any more: every caller of run() is done by the time we are destroyed.
   for (auto& t : threads_) t.join();
 }
 
@@ -24,8 +25,18 @@ void ThreadPool::run(std::function<void()> task) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     tasks_.push_back(std::move(task));
+    // A thread per task that no idle thread will take, up to the maximum.
+    if (tasks_.size() > idle_ && threads_.size() < max_threads_) {
+      threads_.emplace_back([this] { work(); });
+      return;
+    }
   }
   wake_.notify_one();
+}
+
+std::size_t ThreadPool::threads_started() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return threads_.size();
 }
 
 void ThreadPool::work() {
@@ -33,7 +44,9 @@ void ThreadPool::work() {
     std::function<void()> task;
     {
       std::unique_lock<std::mutex> lock(mu_);
+      ++idle_;
       wake_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+      --idle_;
       if (tasks_.empty()) return;  // stopping, and nothing left to run
       task = std::move(tasks_.front());
       tasks_.pop_front();
@@ -56,8 +69,121 @@ ThreadPool& ProcessThreadPool::get() {
 }
 
 ThreadPool& ThreadPool::shared() {
-  static auto* pool = new ProcessThreadPool(8);
+  static auto* pool = new ProcessThreadPool(kSharedThreads);
   return pool->get();
+}
+
+ThreadPool& ThreadPool::blocking() {
+  static auto* pool = new ProcessThreadPool(kBlockingThreads);
+  return pool->get();
+}
+
+struct TaskGroup::State {
+  std::mutex mu;
+  std::condition_variable changed;
+  std::deque<std::function<void()>> queue;  // guarded by mu
+  int max_parallel = 0;
+  int drainers = 0;  // guarded by mu: pool tasks scheduled for this group, started or not
+  int running = 0;   // guarded by mu: tasks executing, on any thread
+  std::exception_ptr error;  // guarded by mu: the first exception a task threw
+};
+
+TaskGroup::TaskGroup(ThreadPool& pool, int max_parallel)
+    : pool_(pool), state_(std::make_shared<State>()) {
+  state_->max_parallel = std::max(0, max_parallel);
+}
+
+TaskGroup::~TaskGroup() {
+  try {
+    wait();
+  } catch (...) {  // wait() was not called: the exception has nobody to go to
+  }
+}
+
+void TaskGroup::run(std::function<void()> task) {
+  bool schedule = false;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->queue.push_back(std::move(task));
+    if (state_->drainers < state_->max_parallel) {
+      ++state_->drainers;
+      schedule = true;
+    }
+  }
+  if (schedule) pool_.run([state = state_] { drain(state); });
+}
+
+// Runs `task`, which the caller popped under the lock, counting it as running (state.mu is held
+// on entry and on return).
+void TaskGroup::run_task(State& state, std::function<void()>& task) {
+  ++state.running;
+  state.mu.unlock();
+  std::exception_ptr error;
+  try {
+    task();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  task = nullptr;  // destroy captures outside the lock's critical path but before waking
+  state.mu.lock();
+  if (error && !state.error) state.error = error;
+  --state.running;
+  state.changed.notify_all();
+}
+
+void TaskGroup::drain(const std::shared_ptr<State>& state) {
+  std::unique_lock<std::mutex> lock(state->mu);
+  while (!state->queue.empty()) {
+    std::function<void()> task = std::move(state->queue.front());
+    state->queue.pop_front();
+    run_task(*state, task);
+  }
+  --state->drainers;
+}
+
+bool TaskGroup::run_one() {
+  std::unique_lock<std::mutex> lock(state_->mu);
+  if (state_->queue.empty()) return false;
+  std::function<void()> task = std::move(state_->queue.front());
+  state_->queue.pop_front();
+  run_task(*state_, task);
+  return true;
+}
+
+void TaskGroup::wait() {
+  std::unique_lock<std::mutex> lock(state_->mu);
+  for (;;) {
+    while (!state_->queue.empty()) {
+      std::function<void()> task = std::move(state_->queue.front());
+      state_->queue.pop_front();
+      run_task(*state_, task);
+    }
+    if (state_->running == 0) break;
+    // Running tasks wake us when they end; one may queue another task, which we then run.
+    state_->changed.wait(lock, [&] { return state_->running == 0 || !state_->queue.empty(); });
+  }
+  if (state_->error) {
+    std::exception_ptr error = std::exchange(state_->error, nullptr);
+    std::rethrow_exception(error);
+  }
+}
+
+absl::Status parallel_for(ThreadPool& pool, int count, int max_parallel,
+                          const std::function<absl::Status(int)>& fn) {
+  if (count <= 0) return absl::OkStatus();
+  std::vector<absl::Status> results(static_cast<std::size_t>(count));
+  {
+    // The calling thread is one of the max_parallel: it runs tasks in wait().
+    TaskGroup group(pool, std::min(count, std::max(1, max_parallel)) - 1);
+    for (int i = 0; i < count; ++i) {
+      group.run([&results, &fn, i] { results[static_cast<std::size_t>(i)] = fn(i); });
+    }
+    group.wait();
+  }
+  for (auto& r : results) {
+    if (!r.ok()) return r;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace dataflux::internal
