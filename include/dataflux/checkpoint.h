@@ -29,7 +29,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "dataflux/error.h"
@@ -145,9 +144,10 @@ class CheckpointIO {
 };
 
 // Saves in the background. save() serializes the value into memory at once (a snapshot, so
-// training may change the tensors immediately), then uploads on a thread of its own and returns
-// a future that yields the object's metadata or throws the upload's Error. With
-// max_saves_in_flight saves pending, save() first waits for the oldest to finish.
+// training may change the tensors immediately), then uploads on the library's pool for
+// blocking work (no thread per save) and returns a future that yields the object's metadata or
+// throws the upload's Error. With max_saves_in_flight saves pending, save() first waits for the
+// oldest to finish.
 class AsyncCheckpointer {
  public:
   explicit AsyncCheckpointer(CheckpointOptions options = {}, int max_saves_in_flight = 1);
@@ -185,11 +185,6 @@ class AsyncCheckpointer {
   mutable std::mutex mu_;
   std::condition_variable changed_;
   int in_flight_ = 0;
-  struct Job {
-    std::thread thread;
-    std::shared_ptr<bool> done;  // guarded by mu_
-  };
-  std::vector<Job> jobs_;
 };
 
 }  // namespace dataflux

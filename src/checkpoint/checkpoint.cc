@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/io_buffer.h"
+#include "core/thread_pool.h"
 #include "dataflux/url.h"
 #include "engine/ranged_read.h"
 #include "engine/upload_parts.h"
@@ -203,9 +204,7 @@ std::vector<std::string> CheckpointIO::list(const std::string& prefix_url) const
 AsyncCheckpointer::AsyncCheckpointer(CheckpointOptions options, int max_saves_in_flight)
     : options_(std::move(options)), max_in_flight_(std::max(1, max_saves_in_flight)) {}
 
-AsyncCheckpointer::~AsyncCheckpointer() {
-  for (auto& job : jobs_) job.thread.join();
-}
+AsyncCheckpointer::~AsyncCheckpointer() { wait(); }
 
 void AsyncCheckpointer::append_snapshot(std::vector<std::string>& chunks, const void* data,
                                         std::size_t size) {
@@ -226,15 +225,6 @@ void AsyncCheckpointer::wait_for_slot() {
   std::unique_lock<std::mutex> lock(mu_);
   changed_.wait(lock, [&] { return in_flight_ < max_in_flight_; });
   ++in_flight_;
-  // Join the threads of saves that are over.
-  for (auto it = jobs_.begin(); it != jobs_.end();) {
-    if (*it->done) {
-      it->thread.join();
-      it = jobs_.erase(it);
-    } else {
-      ++it;
-    }
-  }
 }
 
 void AsyncCheckpointer::release_slot() {
@@ -247,25 +237,22 @@ std::future<ObjectMetadata> AsyncCheckpointer::upload(
     std::shared_ptr<std::vector<std::string>> snapshot, const std::string& url) {
   auto promise = std::make_shared<std::promise<ObjectMetadata>>();
   std::future<ObjectMetadata> future = promise->get_future();
-  auto done = std::make_shared<bool>(false);
-  std::lock_guard<std::mutex> lock(mu_);
-  jobs_.push_back({std::thread([this, snapshot, url, promise, done] {
-                     try {
-                       CheckpointWriter writer(url, options_);
-                       for (auto& chunk : *snapshot) {
-                         writer.write(chunk.data(), chunk.size());
-                         std::string().swap(chunk);  // free the snapshot as it goes up
-                       }
-                       promise->set_value(writer.commit());
-                     } catch (...) {
-                       promise->set_exception(std::current_exception());
-                     }
-                     std::lock_guard<std::mutex> lock(mu_);
-                     *done = true;
-                     --in_flight_;
-                     changed_.notify_all();
-                   }),
-                   done});
+  // On the blocking pool: no thread of its own. The destructor's wait() holds `this` alive.
+  internal::ThreadPool::blocking().run([this, snapshot, url, promise] {
+    try {
+      CheckpointWriter writer(url, options_);
+      for (auto& chunk : *snapshot) {
+        writer.write(chunk.data(), chunk.size());
+        std::string().swap(chunk);  // free the snapshot as it goes up
+      }
+      promise->set_value(writer.commit());
+    } catch (...) {
+      promise->set_exception(std::current_exception());
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    --in_flight_;
+    changed_.notify_all();
+  });
   return future;
 }
 

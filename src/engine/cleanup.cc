@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "core/thread_pool.h"
 #include "dataflux/fetch.h"
 #include "engine/upload_parts.h"
 
@@ -55,7 +56,7 @@ absl::StatusOr<std::size_t> cleanup(ObjectStore& store, const std::string& bucke
       doomed.push_back(&object);
     }
     absl::Status status = internal::parallel_for(
-        static_cast<int>(doomed.size()), kDeleteThreads, [&](int i) -> absl::Status {
+        internal::ThreadPool::blocking(), static_cast<int>(doomed.size()), kDeleteThreads, [&](int i) -> absl::Status {
           const ObjectMetadata& object = *doomed[static_cast<std::size_t>(i)];
           if (!options.dry_run) {
             DeleteObjectRequest remove;

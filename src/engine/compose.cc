@@ -20,15 +20,6 @@ namespace dataflux {
 namespace internal {
 namespace {
 
-// Compose batches block on three requests; they run here, never on the store's own threads
-// nor on ThreadPool::shared() (which store reads may need while a batch waits on them).
-// Process-wide, leaked (a batch may finish while its Fetcher is being destroyed) and made
-// again after fork(), like ThreadPool::shared().
-ThreadPool& compose_pool() {
-  static auto* pool = new ProcessThreadPool(8);
-  return pool->get();
-}
-
 bool refuses_compose(const absl::Status& status) {
   return status.code() == absl::StatusCode::kPermissionDenied ||
          status.code() == absl::StatusCode::kUnimplemented ||
@@ -100,7 +91,9 @@ void FetcherImpl::compose_batch(const std::shared_ptr<FetchGroup>& group,
   Job job;
   job.bytes = bytes;
   job.start = [self = shared_from_this(), group, items = std::move(items), bytes] {
-    compose_pool().run([self, group, items, bytes] {
+    // A batch blocks on three requests: the blocking pool, never the CPU pool that store reads
+    // may need while a batch waits on them.
+    ThreadPool::blocking().run([self, group, items, bytes] {
       // Fall-back reads are queued before this job releases its slot, so wait_idle() never
       // sees a moment with nothing outstanding while work remains.
       for (std::size_t i : self->run_compose(group, items)) self->read_direct(group, i);

@@ -11,10 +11,10 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "core/http_status.h"
+#include "core/thread_pool.h"
 #include "dataflux/listing.h"
 #include "engine/list_filter.h"
 #include "engine/range_splitter.h"
@@ -72,7 +72,7 @@ class ListJob {
     absl::Status s = list_range(whole, &first.objects);
     finish_range(std::move(first), s);
     work();
-    for (auto& t : threads_) t.join();
+    workers_.wait();  // any worker not started yet finds nothing left and returns
     if (!error_.ok()) {
       return annotate(error_, absl::StrCat("list ", where()));
     }
@@ -192,9 +192,8 @@ class ListJob {
       update_hunger();
     }
     workers_started_ = options_.workers;
-    threads_.reserve(static_cast<std::size_t>(extra));
     for (int i = 0; i < extra; ++i) {
-      threads_.emplace_back([this] {
+      workers_.run([this] {
         {
           std::lock_guard<std::mutex> lock(mu_);
           --idle_;  // next_range() counts this worker again
@@ -280,10 +279,11 @@ class ListJob {
   std::atomic<int> hunger_{0};
   std::atomic<bool> failed_{false};
   std::atomic<int> workers_started_{0};  // 1 until the calling thread starts the workers
-  std::vector<std::thread> threads_;
 
   std::atomic<std::uint64_t> objects_{0}, objects_seen_{0}, pages_{0}, requests_{0}, splits_{0};
   std::mutex progress_mu_;
+  // Last: destroyed (waited for) first. At most workers - 1 on the pool; the caller is one.
+  TaskGroup workers_{ThreadPool::blocking(), options_.workers - 1};
 };
 
 }  // namespace

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "core/thread_pool.h"
 
 namespace dataflux {
 
@@ -30,18 +30,14 @@ absl::StatusOr<std::vector<ObjectMetadata>> list_prefixes(ObjectStore& store,
   each.workers = std::max(1, options.workers / std::max(1, lanes));
   each.progress = nullptr;  // per-prefix counters would interleave; the caller gets none
   std::vector<absl::StatusOr<Listing>> listings(kept.size(), absl::UnknownError("not listed"));
-  std::atomic<std::size_t> next{0};
   std::atomic<bool> failed{false};
-  auto lane = [&] {
-    for (std::size_t i = next++; i < kept.size() && !failed.load(); i = next++) {
-      listings[i] = list_objects_fast(store, bucket, kept[i], each);
-      if (!listings[i].ok()) failed = true;
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int t = 1; t < lanes; ++t) threads.emplace_back(lane);
-  lane();
-  for (auto& t : threads) t.join();
+  (void)internal::parallel_for(internal::ThreadPool::blocking(), static_cast<int>(kept.size()),
+                               lanes, [&](int i) {
+                                 if (failed.load()) return absl::OkStatus();  // one failed: stop
+                                 listings[i] = list_objects_fast(store, bucket, kept[i], each);
+                                 if (!listings[i].ok()) failed = true;
+                                 return absl::OkStatus();
+                               });
 
   std::vector<ObjectMetadata> out;
   for (std::size_t i = 0; i < kept.size(); ++i) {

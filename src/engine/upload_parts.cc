@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <atomic>
 #include <random>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/read_checks.h"
+#include "core/thread_pool.h"
 #include "dataflux/crc32c.h"
 
 namespace dataflux::internal {
@@ -53,24 +53,6 @@ absl::Status delete_temporary(ObjectStore& store, const std::string& bucket,
       continue;
     }
     return with_context(s, absl::StrCat("delete temporary part ", store.url(bucket, object)));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status parallel_for(int count, int threads, const std::function<absl::Status(int)>& fn) {
-  if (count <= 0) return absl::OkStatus();
-  threads = std::max(1, std::min(threads, count));
-  std::vector<absl::Status> results(static_cast<std::size_t>(count));
-  std::atomic<int> next{0};
-  auto work = [&] {
-    for (int i; (i = next.fetch_add(1)) < count;) results[static_cast<std::size_t>(i)] = fn(i);
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  for (auto& r : results) {
-    if (!r.ok()) return r;
   }
   return absl::OkStatus();
 }
@@ -220,7 +202,7 @@ absl::StatusOr<ObjectMetadata> ComposeMultipartUpload::complete() {
       std::lock_guard<std::mutex> lock(mu_);
       for (const auto& p : next) temporaries_.push_back(p.name);
     }
-    absl::Status s = parallel_for(groups, options_.max_parts_in_flight, [&](int g) -> absl::Status {
+    absl::Status s = parallel_for(ThreadPool::blocking(), groups, options_.max_parts_in_flight, [&](int g) -> absl::Status {
       ComposeObjectRequest compose;
       compose.bucket = request_.bucket;
       compose.destination = next[g].name;
@@ -305,7 +287,7 @@ absl::Status ComposeMultipartUpload::cleanup() {
   std::vector<std::string> failed_names;
   std::mutex failed_mu;
   absl::Status s =
-      parallel_for(static_cast<int>(names.size()), options_.max_parts_in_flight, [&](int i) {
+      parallel_for(ThreadPool::blocking(), static_cast<int>(names.size()), options_.max_parts_in_flight, [&](int i) {
         absl::Status d =
             delete_temporary(*store_, request_.bucket, names[i], generation_of(names[i]));
         if (!d.ok()) {

@@ -36,9 +36,6 @@ std::string new_upload_id();
 absl::Status delete_temporary(ObjectStore& store, const std::string& bucket,
                               const std::string& object, std::optional<std::int64_t> generation);
 
-// Runs fn(0..count-1) on up to `threads` threads; returns the first error (by index).
-absl::Status parallel_for(int count, int threads, const std::function<absl::Status(int)>& fn);
-
 // Writes the final object with `write(precondition)`. Without a caller's precondition it
 // pins the live generation first (0 when absent), so a retry after a lost reply cannot
 // clobber a newer object; a 412 is then resolved by checking whether the live object is

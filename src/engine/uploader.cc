@@ -1,16 +1,17 @@
 // The Uploader: cuts a byte stream into parts, keeps at most K part buffers alive, uploads them
-// on K threads through a MultipartUpload (native, or compose-based), and publishes on commit.
+// K at a time on the blocking pool through a MultipartUpload (native, or compose-based), and
+// publishes on commit.
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <mutex>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/io_buffer.h"
+#include "core/thread_pool.h"
 #include "dataflux/crc32c.h"
 #include "dataflux/upload.h"
 #include "engine/upload_parts.h"
@@ -75,13 +76,7 @@ class PartUploader : public Uploader {
     }
     if (!mpu_) return commit_single();
     if (current_.size > 0) (void)submit();
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      stopping_ = true;
-      wake_.notify_all();
-    }
-    for (auto& t : workers_) t.join();
-    workers_.clear();
+    parts_.wait();
     absl::Status error;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -118,13 +113,10 @@ class PartUploader : public Uploader {
     finished_ = true;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      stopping_ = true;
       if (error_.ok()) error_ = absl::CancelledError(absl::StrCat("upload ", url_, " aborted"));
-      queue_.clear();
-      wake_.notify_all();
+      queue_.clear();  // their tasks find nothing to upload
     }
-    for (auto& t : workers_) t.join();
-    workers_.clear();
+    parts_.wait();
     absl::Status s;
     if (mpu_) s = mpu_->abort();
     collect_leaks();
@@ -152,7 +144,8 @@ class PartUploader : public Uploader {
         absl::StrCat("upload ", url_, ": already committed or aborted"));
   }
 
-  // Makes current_ a buffer of `capacity` bytes, waiting while K buffers are alive.
+  // Makes current_ a buffer of `capacity` bytes, waiting while K buffers are alive (uploading a
+  // queued part on this thread rather than waiting for a pool thread to take it).
   absl::Status acquire(std::uint64_t capacity) {
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
@@ -176,7 +169,12 @@ class PartUploader : public Uploader {
         stats_.peak_buffered_bytes = std::max(stats_.peak_buffered_bytes, allocated_);
         break;
       }
-      wake_.wait(lock);
+      lock.unlock();
+      const bool helped = parts_.run_one();
+      lock.lock();
+      if (helped) continue;
+      // Every part is being uploaded: each one ends by freeing its buffer and waking us.
+      wake_.wait(lock, [&] { return !error_.ok() || !free_.empty(); });
     }
     current_.size = 0;
     current_.number = next_number_++;
@@ -204,8 +202,6 @@ class PartUploader : public Uploader {
       mpu_ = std::move(compose);
       set_method("compose");
     }
-    for (int i = 0; i < options_.max_parts_in_flight; ++i)
-      workers_.emplace_back([this] { work(); });
     return absl::OkStatus();
   }
 
@@ -226,45 +222,43 @@ class PartUploader : public Uploader {
     if (!error_.ok()) return error_;
     queue_.push_back(std::move(current_));
     current_ = Buffer();
-    wake_.notify_all();
+    parts_.run([this] { upload_one(); });
     return absl::OkStatus();
   }
 
-  void work() {
+  // One task per submitted part; it takes the oldest queued part (none after an abort).
+  void upload_one() {
     std::unique_lock<std::mutex> lock(mu_);
-    for (;;) {
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, nothing left
-      Buffer part = std::move(queue_.front());
-      queue_.pop_front();
-      absl::Status status;
-      if (error_.ok()) {
-        ++in_flight_;
-        stats_.peak_parts_in_flight = std::max(stats_.peak_parts_in_flight, in_flight_);
-        const std::uint64_t first = offset_of(part);
-        lock.unlock();
-        const std::string_view bytes(part.data.get(), part.size);
-        const std::uint32_t crc = crc32c(bytes);
-        status = mpu_->upload_part(part.number, bytes);
-        lock.lock();
-        --in_flight_;
-        if (status.ok()) {
-          if (part_crcs_.size() < static_cast<std::size_t>(part.number)) {
-            part_crcs_.resize(part.number);
-          }
-          part_crcs_[part.number - 1] = {crc, part.size};
-          ++stats_.parts;
-        } else if (error_.ok()) {
-          error_ = absl::Status(
-              status.code(),
-              absl::StrCat("upload ", url_, ": part ", part.number, " (bytes ", first, "-",
-                           first + part.size - 1, ") failed: ", status.message()));
+    if (queue_.empty()) return;
+    Buffer part = std::move(queue_.front());
+    queue_.pop_front();
+    absl::Status status;
+    if (error_.ok()) {
+      ++in_flight_;
+      stats_.peak_parts_in_flight = std::max(stats_.peak_parts_in_flight, in_flight_);
+      const std::uint64_t first = offset_of(part);
+      lock.unlock();
+      const std::string_view bytes(part.data.get(), part.size);
+      const std::uint32_t crc = crc32c(bytes);
+      status = mpu_->upload_part(part.number, bytes);
+      lock.lock();
+      --in_flight_;
+      if (status.ok()) {
+        if (part_crcs_.size() < static_cast<std::size_t>(part.number)) {
+          part_crcs_.resize(part.number);
         }
+        part_crcs_[part.number - 1] = {crc, part.size};
+        ++stats_.parts;
+      } else if (error_.ok()) {
+        error_ = absl::Status(
+            status.code(),
+            absl::StrCat("upload ", url_, ": part ", part.number, " (bytes ", first, "-",
+                         first + part.size - 1, ") failed: ", status.message()));
       }
-      part.size = 0;
-      free_.push_back(std::move(part));
-      wake_.notify_all();
     }
+    part.size = 0;
+    free_.push_back(std::move(part));
+    wake_.notify_all();
   }
 
   // Offset of a part's first byte: the sizes of parts before it follow the growth schedule.
@@ -320,19 +314,20 @@ class PartUploader : public Uploader {
   bool finished_ = false;
   std::unique_ptr<MultipartUpload> mpu_;
   internal::ComposeMultipartUpload* compose_ = nullptr;  // mpu_, when compose-based
-  std::vector<std::thread> workers_;
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  std::deque<Buffer> queue_;  // full parts waiting for a worker
+  std::deque<Buffer> queue_;  // full parts waiting for their task
   std::vector<Buffer> free_;  // uploaded buffers for reuse
   int buffers_ = 0;           // alive: being filled, queued, uploading or free
   std::uint64_t allocated_ = 0;
   int in_flight_ = 0;
-  bool stopping_ = false;
   absl::Status error_;                                              // the first failure
   std::vector<std::pair<std::uint32_t, std::uint64_t>> part_crcs_;  // by number - 1
   UploadStats stats_;
+  // Last: destroyed (waited for) first. K part uploads at once on the blocking pool.
+  internal::TaskGroup parts_{internal::ThreadPool::blocking(),
+                           std::max(1, options_.max_parts_in_flight)};
 };
 
 // One resumable session: sequential, the store's own chunking. On the local store this is a

@@ -23,6 +23,7 @@ class TweakedStore : public ObjectStore {
 
   bool hide_end_offset = false;  // report no server end offset and drop it from requests
   std::function<std::string(const std::string&)> storage_class;  // name → class
+  std::function<void()> on_call;  // run at the start of list_objects and write_object
 
   std::string_view backend() const override { return base_->backend(); }
   std::string url(std::string_view bucket, std::string_view object) const override {
@@ -34,6 +35,7 @@ class TweakedStore : public ObjectStore {
     return c;
   }
   absl::StatusOr<ListObjectsPage> list_objects(const ListObjectsRequest& request) override {
+    if (on_call) on_call();
     ListObjectsRequest r = request;
     if (hide_end_offset) r.end_offset.clear();
     auto page = base_->list_objects(r);
@@ -56,6 +58,7 @@ class TweakedStore : public ObjectStore {
   }
   absl::StatusOr<ObjectMetadata> write_object(const WriteObjectRequest& request,
                                               std::string_view data) override {
+    if (on_call) on_call();
     return base_->write_object(request, data);
   }
   absl::StatusOr<std::unique_ptr<WriteSession>> start_resumable_write(
