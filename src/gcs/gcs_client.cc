@@ -142,21 +142,20 @@ std::string GcsClient::authorization_of(const HttpRequest& request) {
 
 absl::StatusOr<HttpResponse> GcsClient::execute(const std::function<HttpRequest()>& make,
                                                 Idempotency idempotency, std::string_view context) {
-  RetryState retry(options_.retry, idempotency);
   bool refreshed = false;
-  std::function<absl::StatusOr<HttpResponse>(int)> attempt =
-      [&](int) -> absl::StatusOr<HttpResponse> {
-    for (;;) {
-      HttpRequest request = make();
-      if (auto s = authorize(request); !s.ok()) return s;
-      std::string sent_authorization = authorization_of(request);
-      HttpResponse response = transport_->send(std::move(request));
-      if (refresh_after_unauthorized(response, sent_authorization, &refreshed)) continue;
-      if (auto s = check(response, context); !s.ok()) return s;
-      return response;
-    }
-  };
-  return retry_loop<HttpResponse>(retry, attempt);
+  std::string sent_authorization;
+  return send_with_retry(
+      *transport_, options_.retry, idempotency,
+      [&]() -> absl::StatusOr<HttpRequest> {
+        HttpRequest request = make();
+        if (auto s = authorize(request); !s.ok()) return s;
+        sent_authorization = authorization_of(request);
+        return request;
+      },
+      [&](const HttpResponse& response) { return check(response, context); },
+      [&](const HttpResponse& response) {
+        return refresh_after_unauthorized(response, sent_authorization, &refreshed);
+      });
 }
 
 }  // namespace dataflux::internal

@@ -290,4 +290,24 @@ bool same_transport_options(const TransportOptions& a, const TransportOptions& b
          a.request_timeout == b.request_timeout;
 }
 
+absl::StatusOr<HttpResponse> send_with_retry(
+    HttpTransport& transport, const RetryOptions& options, Idempotency idempotency,
+    const std::function<absl::StatusOr<HttpRequest>()>& make,
+    const std::function<absl::Status(const HttpResponse&)>& check,
+    const std::function<bool(const HttpResponse&)>& resend) {
+  RetryState retry(options, idempotency);
+  std::function<absl::StatusOr<HttpResponse>(int)> attempt =
+      [&](int) -> absl::StatusOr<HttpResponse> {
+    for (;;) {
+      absl::StatusOr<HttpRequest> request = make();
+      if (!request.ok()) return request.status();
+      HttpResponse response = transport.send(*std::move(request));
+      if (resend && resend(response)) continue;
+      if (auto s = check(response); !s.ok()) return s;
+      return response;
+    }
+  };
+  return retry_loop<HttpResponse>(retry, attempt);
+}
+
 }  // namespace dataflux::internal

@@ -23,7 +23,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/retry_policy.h"
 #include "dataflux/transport.h"
 
 namespace dataflux::internal {
@@ -132,6 +134,17 @@ class HttpTransport {
   class Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// What every GCS and S3 request shares: sends make() (called anew for every attempt, so each has
+// fresh headers and a fresh signature) under one RetryState, and returns the first response that
+// `check` accepts, or the final error. When `resend` says so of a rejected response (a 401 whose
+// token the credentials have just refreshed), the request is made and sent again at once, not
+// counted as a failed attempt.
+absl::StatusOr<HttpResponse> send_with_retry(
+    HttpTransport& transport, const RetryOptions& options, Idempotency idempotency,
+    const std::function<absl::StatusOr<HttpRequest>()>& make,
+    const std::function<absl::Status(const HttpResponse&)>& check,
+    const std::function<bool(const HttpResponse&)>& resend = nullptr);
 
 }  // namespace dataflux::internal
 

@@ -226,14 +226,8 @@ absl::Status S3Client::check(const HttpResponse& response, std::string_view cont
 
 absl::StatusOr<HttpResponse> S3Client::execute(const std::function<HttpRequest()>& make,
                                                Idempotency idempotency, std::string_view context) {
-  RetryState retry(options_.retry, idempotency);
-  std::function<absl::StatusOr<HttpResponse>(int)> attempt =
-      [&](int) -> absl::StatusOr<HttpResponse> {
-    HttpResponse response = transport_->send(make());
-    if (auto s = check(response, context); !s.ok()) return s;
-    return response;
-  };
-  return retry_loop<HttpResponse>(retry, attempt);
+  return send_with_retry(*transport_, options_.retry, idempotency, make,
+                         [&](const HttpResponse& response) { return check(response, context); });
 }
 
 }  // namespace dataflux::internal
