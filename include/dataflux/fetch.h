@@ -37,14 +37,6 @@ namespace dataflux {
 // cleanup advice and listing filters keep working). Dataset listings skip it.
 inline constexpr char kComposedObjectsPrefix[] = "dataflux-composed-objects/";
 
-// One object of a listing: what a fetch must know before it starts.
-struct ObjectEntry {
-  std::string name;
-  std::uint64_t size = 0;
-  std::int64_t generation = 0;          // reads are pinned to it; 0 = unknown (not pinned)
-  std::optional<std::uint32_t> crc32c;  // checked on every read when known
-};
-
 struct FetchOptions {
   std::size_t max_requests_in_flight = 64;        // reads and compose batches outstanding at once
   std::uint64_t max_bytes_in_flight = 256 << 20;  // bytes outstanding; a bigger object runs alone

@@ -98,22 +98,15 @@ struct ManifestExpectation {
 // A sorted, compact list of objects: one name arena plus parallel arrays.
 class Listing {
  public:
-  struct Entry {
-    std::string_view name;  // valid while the Listing lives and is not modified
-    std::uint64_t size = 0;
-    std::int64_t generation = 0;
-    std::optional<std::uint32_t> crc32c;
-  };
-
   class const_iterator {
    public:
     using iterator_category = std::random_access_iterator_tag;
-    using value_type = Entry;
+    using value_type = ObjectEntry;
     using difference_type = std::ptrdiff_t;
     using pointer = void;
-    using reference = Entry;
+    using reference = ObjectEntry;
     const_iterator() = default;
-    Entry operator*() const { return (*listing_)[index_]; }
+    ObjectEntry operator*() const { return (*listing_)[index_]; }
     const_iterator& operator++() {
       ++index_;
       return *this;
@@ -139,7 +132,7 @@ class Listing {
     difference_type operator-(const const_iterator& o) const {
       return static_cast<difference_type>(index_) - static_cast<difference_type>(o.index_);
     }
-    Entry operator[](difference_type n) const { return *(*this + n); }
+    ObjectEntry operator[](difference_type n) const { return *(*this + n); }
     bool operator==(const const_iterator& o) const { return index_ == o.index_; }
     bool operator!=(const const_iterator& o) const { return index_ != o.index_; }
     bool operator<(const const_iterator& o) const { return index_ < o.index_; }
@@ -161,7 +154,7 @@ class Listing {
   std::uint64_t object_size(std::size_t i) const { return sizes_[i]; }
   std::int64_t generation(std::size_t i) const { return generations_[i]; }
   std::optional<std::uint32_t> crc32c(std::size_t i) const;
-  Entry operator[](std::size_t i) const;
+  ObjectEntry operator[](std::size_t i) const;  // a copy; name(i) is a view
   const_iterator begin() const { return {this, 0}; }
   const_iterator end() const { return {this, size()}; }
 

@@ -1,7 +1,5 @@
 #include "engine/dataset_listing.h"
 
-#include <utility>
-
 #include "dataflux/listing.h"
 
 namespace dataflux::internal {
@@ -17,14 +15,7 @@ absl::StatusOr<std::vector<ObjectEntry>> list_dataset_objects(
   if (!listing.ok()) return listing.status();
   std::vector<ObjectEntry> out;
   out.reserve(listing->size());
-  for (const auto& object : *listing) {
-    ObjectEntry entry;
-    entry.name = std::string(object.name);
-    entry.size = object.size;
-    entry.generation = object.generation;
-    entry.crc32c = object.crc32c;
-    out.push_back(std::move(entry));
-  }
+  for (ObjectEntry entry : *listing) out.push_back(std::move(entry));
   return out;
 }
 

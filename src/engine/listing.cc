@@ -83,8 +83,8 @@ std::optional<std::uint32_t> Listing::crc32c(std::size_t i) const {
   return crc32c_[i];
 }
 
-Listing::Entry Listing::operator[](std::size_t i) const {
-  return Entry{name(i), sizes_[i], generations_[i], crc32c(i)};
+ObjectEntry Listing::operator[](std::size_t i) const {
+  return ObjectEntry(std::string(name(i)), sizes_[i], generations_[i], crc32c(i));
 }
 
 std::uint64_t Listing::total_bytes() const {
