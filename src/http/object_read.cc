@@ -95,10 +95,10 @@ std::optional<std::uint64_t> ObjectRead::end() const {
 
 bool ObjectRead::moved_off_loop(Step step) {
   // Authorizing may fetch a token through the transport, which a loop thread cannot wait for
-  // (retries and 401 refreshes run there), so such steps continue on the shared pool.
+  // (retries and 401 refreshes run there), so such steps continue on the blocking pool.
   if (!protocol_->may_block() || !protocol_->transport().on_loop_thread()) return false;
   auto self = shared_from_this();
-  ThreadPool::shared().run([self, step] { ((*self).*step)(); });
+  ThreadPool::blocking().run([self, step] { ((*self).*step)(); });
   return true;
 }
 
