@@ -63,8 +63,8 @@ struct ListStats {
 
 struct ListOptions {
   // List calls in flight at most. 1 = sequential. Workers start only when the first page is
-  // full. Each worker is a thread blocked on its store call; the store's transport carries
-  // the requests.
+  // full. The calling thread is one worker; the others are tasks on the library's pool for
+  // blocking work, each blocked on its store call while the transport carries the request.
   int workers = 32;
   // Objects per list call (GCS caps it at 1000).
   int page_size = 1000;

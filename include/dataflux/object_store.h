@@ -228,7 +228,7 @@ class ObjectStore {
                                                        const ByteSink& sink) = 0;
   // Asynchronous ReadObject into a buffer the caller keeps alive until `done` runs. Backends
   // on the HTTP transport keep many of these in flight on few threads; the default runs the
-  // synchronous call on a small shared thread pool.
+  // synchronous call on the library's pool for blocking work.
   virtual void read_object_async(const ReadObjectRequest& request, char* buffer,
                                  std::size_t capacity, AsyncCallback<ReadObjectResult> done);
 

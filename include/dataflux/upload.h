@@ -74,7 +74,8 @@ struct UploadStats {
 };
 
 // One object being written. write()/commit()/abort() are called from one thread at a time;
-// stats() from any thread at any time. The parts upload on the Uploader's own threads.
+// stats() from any thread at any time. Parts upload on the library's blocking pool, at most
+// max_parts_in_flight at once; when every buffer is taken, write() uploads a queued part itself.
 class Uploader {
  public:
   static absl::StatusOr<std::unique_ptr<Uploader>> create(std::shared_ptr<ObjectStore> store,
