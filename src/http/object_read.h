@@ -136,7 +136,7 @@ class ObjectRead : public std::enable_shared_from_this<ObjectRead> {
 
  private:
   using Step = void (ObjectRead::*)();
-  // Re-runs `step` on the shared pool when the protocol may block and this is a loop thread.
+  // Re-runs `step` on the blocking pool when the protocol may block and this is a loop thread.
   bool moved_off_loop(Step step);
   void attempt();
   void probe_size();
