@@ -73,6 +73,36 @@ absl::StatusOr<std::string> absolute_path(std::string_view url, std::string_view
   return base + std::string(path);
 }
 
+// "gs:/b/x", "gs:b", "S3:b": a known scheme without its "//", or any scheme-like word followed
+// by ":/" ("http:/h", "c:/data"). A relative local path would silently land somewhere else.
+absl::Status mistyped_scheme(std::string_view url) {
+  const std::size_t colon = url.find(':');
+  if (colon == std::string_view::npos || colon == 0) return absl::OkStatus();
+  const std::string_view word = url.substr(0, colon);
+  if (!absl::ascii_isalpha(static_cast<unsigned char>(word.front()))) return absl::OkStatus();
+  for (char c : word) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '+' && c != '-' && c != '.') {
+      return absl::OkStatus();
+    }
+  }
+  const std::string scheme = absl::AsciiStrToLower(av(word));
+  std::string_view rest = url.substr(colon + 1);
+  // A relative path whose first name has a colon is still reachable, spelled so.
+  const std::string way_out = absl::StrCat(" (a local path? write ./", av(url), ")");
+  if (scheme == "gs" || scheme == "gcs" || scheme == "s3" || scheme == "file") {
+    while (!rest.empty() && rest.front() == '/') rest.remove_prefix(1);
+    const std::string meant = absl::StrCat(scheme, scheme == "file" ? ":///" : "://", av(rest));
+    return url_error(url, absl::StrCat("did you mean '", meant, "'?", way_out));
+  }
+  if (absl::StartsWith(av(rest), "/")) {
+    return url_error(url, absl::StrCat("'", scheme,
+                                       ":' is not a scheme this library reads (gs://, s3://, "
+                                       "file:// or a path)",
+                                       way_out));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string_view scheme_name(Scheme scheme) {
@@ -134,7 +164,8 @@ absl::StatusOr<StorageUrl> StorageUrl::parse(std::string_view url) {
   StorageUrl result;
   std::size_t sep = url.find("://");
   if (sep == std::string_view::npos) {
-    // A plain path.
+    // A plain path, unless it is a URL with a mistyped scheme.
+    if (absl::Status s = mistyped_scheme(url); !s.ok()) return s;
     auto path = absolute_path(url, url);
     if (!path.ok()) return path.status();
     result.scheme = Scheme::kFile;

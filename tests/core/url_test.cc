@@ -85,6 +85,38 @@ TEST(StorageUrl, RejectsMalformedUrlsWithPreciseErrors) {
   EXPECT_THAT(std::string(long_name.status().message()), HasSubstr("longer than 1024 bytes"));
 }
 
+// A mistyped scheme must not turn into a relative local path: a checkpoint saved to
+// ./gs:/ckpt/x.pt is a lost checkpoint.
+TEST(StorageUrl, AMistypedSchemeIsAnErrorNamingTheLikelyUrl) {
+  struct Case {
+    const char* url;
+    const char* suggestion;
+  };
+  for (const Case& c : {
+           Case{"gs:/bucket/x", "did you mean 'gs://bucket/x'"},
+           Case{"gs:bucket/x", "did you mean 'gs://bucket/x'"},
+           Case{"s3:/b/key", "did you mean 's3://b/key'"},
+           Case{"S3:b", "did you mean 's3://b'"},
+           Case{"gcs:/bucket", "did you mean 'gcs://bucket'"},
+           Case{"file:/data/x", "did you mean 'file:///data/x'"},
+           Case{"gs:", "did you mean 'gs://'"},
+           Case{"http:/host/x", "'http:' is not a scheme this library reads"},
+           Case{"c:/data/x", "'c:' is not a scheme this library reads"},
+       }) {
+    auto url = StorageUrl::parse(c.url);
+    ASSERT_FALSE(url.ok()) << c.url << " parsed as " << url->to_string();
+    EXPECT_EQ(url.status().code(), absl::StatusCode::kInvalidArgument) << c.url;
+    EXPECT_THAT(std::string(url.status().message()), HasSubstr(c.suggestion)) << c.url;
+    EXPECT_THAT(std::string(url.status().message()), HasSubstr("./")) << c.url;  // the way out
+  }
+  // Colons later in a path, or after "./", are a path the user clearly meant.
+  for (const char* path : {"./gs:/x", "data/gs:/x", "/abs/s3:b", "run-12:30/x"}) {
+    auto url = StorageUrl::parse(path);
+    EXPECT_TRUE(url.ok()) << path << ": " << url.status();
+    if (url.ok()) EXPECT_EQ(url->scheme, Scheme::kFile);
+  }
+}
+
 TEST(StorageUrl, AcceptsUnicodeObjectNames) {
   auto url = StorageUrl::parse("gs://bucket/d\xc3\xa9j\xc3\xa0/\xf0\x9f\x98\x80.txt");
   ASSERT_TRUE(url.ok()) << url.status();
