@@ -61,6 +61,7 @@ int main(int argc, char** argv) {
   }
   dataflux::GcsOptions options;
   options.endpoint = endpoint;
+  options.anonymous = !endpoint.empty();  // --endpoint names an emulator
   auto store = dataflux::make_gcs_store(options);
   if (!store.ok()) die(store.status().ToString());
   std::shared_ptr<dataflux::ObjectStore> s = *store;

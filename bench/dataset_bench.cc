@@ -157,6 +157,7 @@ std::shared_ptr<dataflux::ObjectStore> open_bench_store(const Args& a, std::stri
   }
   dataflux::GcsOptions gcs;
   gcs.endpoint = a.endpoint;
+  gcs.anonymous = !a.endpoint.empty();  // --endpoint names an emulator
   *scheme = "gs://";
   return dataflux::make_gcs_store(gcs).value();
 }

@@ -105,6 +105,7 @@ void set_model(const Args& a, const std::string& latency_ms, const std::string& 
 std::shared_ptr<dataflux::GcsStore> make_store(const Args& a) {
   dataflux::GcsOptions options;
   options.endpoint = a.endpoint;
+  options.anonymous = !a.endpoint.empty();  // --endpoint names an emulator
   auto store = dataflux::make_gcs_store(options);
   if (!store.ok()) die(std::string(store.status().message()));
   return *store;

@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
 
   dataflux::GcsOptions go;
   go.endpoint = (*emu)->endpoint();
+  go.anonymous = true;
   go.project = "bench";
   auto store = dataflux::make_gcs_store(go);
   if (!store.ok()) die(store.status().ToString());

@@ -1,7 +1,8 @@
 // The Google Cloud Storage backend (JSON API).
 //
 // Honours STORAGE_EMULATOR_HOST (an emulator such as dataflux-emulator; requests are then
-// anonymous), or an explicit endpoint. Object names are percent-encoded exactly as GCS
+// anonymous), or an explicit endpoint (regional, Private Service Connect, an emulator), which
+// gets credentials like Google's own unless `anonymous` is set. Object names are percent-encoded exactly as GCS
 // expects; list and metadata requests ask only for the fields ObjectMetadata holds; whole-object
 // reads are checked against the CRC32C in x-goog-hash.
 //
@@ -28,10 +29,12 @@ struct GcsOptions {
   // "https://storage.googleapis.com" unless STORAGE_EMULATOR_HOST is set (then that host, with
   // http:// added when it has no scheme). An explicit value here wins over both.
   std::string endpoint;
-  // nullptr = anonymous for an emulator endpoint (STORAGE_EMULATOR_HOST or an explicit
-  // endpoint other than GCS's) unless `auth` names a credentials file or JSON; otherwise
-  // Application Default Credentials built from `auth`.
+  // nullptr = Application Default Credentials built from `auth`, except anonymous for
+  // STORAGE_EMULATOR_HOST when `auth` names no credentials file or JSON. An explicit endpoint
+  // is never taken for an emulator: a custom endpoint of GCS must not lose its credentials.
   std::shared_ptr<Credentials> credentials;
+  // Send no credentials at all (public buckets, an emulator at an explicit endpoint).
+  bool anonymous = false;
   AuthOptions auth;            // how default credentials are found and refreshed
   std::string project;         // for bucket creation and listing buckets
   RetryOptions retry;          // per operation

@@ -24,8 +24,7 @@ ResolvedEndpoint resolve_endpoint(const std::string& option, const char* emulato
   ResolvedEndpoint out;
   if (!option.empty()) {
     out.url = strip_trailing_slashes(option);
-    out.emulator = out.url != kDefaultGcsEndpoint;
-    return out;
+    return out;  // not an emulator: a regional or PSC endpoint needs credentials like GCS's
   }
   if (emulator_host != nullptr && *emulator_host != '\0') {
     std::string host = emulator_host;
@@ -48,6 +47,10 @@ absl::StatusOr<std::shared_ptr<GcsClient>> GcsClient::create(GcsOptions options)
   if (options.retry.max_attempts < 1) {
     return absl::InvalidArgumentError("GcsOptions.retry.max_attempts must be at least 1");
   }
+  if (options.anonymous && options.credentials) {
+    return absl::InvalidArgumentError(
+        "GcsOptions: anonymous and credentials are both set; choose one");
+  }
   std::shared_ptr<HttpTransport> transport =
       same_transport_options(options.transport, TransportOptions{})
           ? HttpTransport::instance()
@@ -66,9 +69,11 @@ GcsClient::GcsClient(GcsOptions options, ResolvedEndpoint endpoint,
       transport_(std::move(transport)) {
   if (!options_.user_agent_suffix.empty())
     absl::StrAppend(&user_agent_, " ", options_.user_agent_suffix);
-  if (!options_.credentials) {
-    // An emulator is anonymous unless told which credentials to use; anything else gets
-    // Application Default Credentials, resolved on the first request.
+  if (options_.anonymous) {
+    options_.credentials = make_anonymous_credentials();
+  } else if (!options_.credentials) {
+    // STORAGE_EMULATOR_HOST is anonymous unless told which credentials to use; anything else
+    // gets Application Default Credentials, resolved on the first request.
     bool explicit_auth =
         !options_.auth.credentials_file.empty() || !options_.auth.credentials_json.empty();
     options_.credentials = emulator_ && !explicit_auth
@@ -113,7 +118,7 @@ absl::Status GcsClient::check(const HttpResponse& response, std::string_view con
   }
   std::string message = error_message_from_body(response.body);
   if ((response.http_status == 401 || response.http_status == 403) && !explicit_credentials_ &&
-      !emulator_) {
+      !emulator_ && !options_.anonymous) {
     absl::StrAppend(&message,
                     " (no credentials were configured, so Application Default Credentials were "
                     "used: set GOOGLE_APPLICATION_CREDENTIALS, GcsOptions.auth or "

@@ -27,7 +27,7 @@ inline constexpr char kUserAgent[] = "dataflux-cpp/0.1.0";
 
 struct ResolvedEndpoint {
   std::string url;        // scheme://host[:port], no trailing '/'
-  bool emulator = false;  // not Google's production endpoint: anonymous by default
+  bool emulator = false;  // from STORAGE_EMULATOR_HOST: anonymous by default
 };
 // options.endpoint, else `emulator_host` (STORAGE_EMULATOR_HOST; nullptr or empty = unset, and
 // "http://" is added when it has no scheme), else Google's endpoint.

@@ -36,6 +36,7 @@ std::string gcs_store_key(const GcsOptions& o) {
   // not reused while the entry lives.
   return absl::StrCat("endpoint=", endpoint,
                       "\ncredentials=", reinterpret_cast<std::uintptr_t>(o.credentials.get()),
+                      "\nanonymous=", o.anonymous,
                       "\nauth=", a.credentials_file, "|", a.credentials_json, "|",
                       absl::StrJoin(a.scopes, " "), "|", a.refresh_ahead.count(), "|",
                       retry_key(a.retry), "|", ms(a.metadata_timeout), "\nproject=", o.project,

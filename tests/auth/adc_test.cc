@@ -191,6 +191,26 @@ TEST(Adc, GcsClientWithoutCredentialsUsesAdcForNonEmulatorEndpoints) {
               HasSubstr("no Application Default Credentials found"));
 }
 
+// A regional or Private Service Connect endpoint is GCS under another name: it must get
+// credentials. Only STORAGE_EMULATOR_HOST or `anonymous` sends none.
+TEST(Adc, ACustomEndpointUsesApplicationDefaultCredentials) {
+  EnvGuard env;
+  auto a = AuthEmulator::start();  // requires a valid token on storage requests
+  env.set("GCE_METADATA_HOST", a.host());
+  TempDir dir;
+  env.set("HOME", dir.path());
+  GcsOptions gcs = a.gcs_options();  // explicit endpoint, no credentials
+  gcs.auth.retry = fast_retry();
+  auto status = write_and_read(gcs, "custom-endpoint");
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ(a.emu->request_count("metadata.token"), 1u);
+
+  gcs.anonymous = true;  // now nothing is sent, and the server says no
+  status = write_and_read(gcs, "custom-endpoint-anonymous");
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnauthenticated) << status;
+  EXPECT_EQ(a.emu->request_count("metadata.token"), 1u);
+}
+
 TEST(Adc, ConcurrentFirstCallsShareOneResolution) {
   EnvGuard env;
   auto a = AuthEmulator::start();

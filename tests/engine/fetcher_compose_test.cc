@@ -251,6 +251,7 @@ TEST_P(ComposeTest, ForkedChildComposesOnItsOwnThreads) {
     // The parent's pool threads do not exist here: a batch queued to them would never run.
     GcsOptions options;
     options.endpoint = endpoint;
+    options.anonymous = true;
     auto store = make_gcs_store(options);
     if (!store.ok()) ::_exit(2);
     Fetcher child(*store, bucket_, forced());

@@ -54,6 +54,7 @@ class StoreTest : public ::testing::TestWithParam<std::string> {
       ASSERT_TRUE(emu_->create_bucket(bucket_).ok());
       GcsOptions options;
       options.endpoint = emu_->endpoint();
+      options.anonymous = true;
       options.retry.max_attempts = 5;
       options.retry.initial_backoff = std::chrono::milliseconds(1);
       options.retry.max_backoff = std::chrono::milliseconds(10);

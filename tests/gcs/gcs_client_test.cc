@@ -60,9 +60,10 @@ TEST(GcsClient, MissingCredentialsAreNamedOnAuthErrors) {
               Not(HasSubstr("credentials")));
 }
 
-TEST(GcsClient, EmulatorEndpointIsAnonymous) {
+TEST(GcsClient, AnonymousSendsNoCredentials) {
   GcsOptions options;
   options.endpoint = "http://127.0.0.1:1";
+  options.anonymous = true;
   auto client = GcsClient::create(options).value();
   HttpRequest request = client->new_request("GET", "/x");
   ASSERT_TRUE(client->authorize(request).ok());
@@ -90,6 +91,11 @@ TEST(GcsClient, RejectsBadOptions) {
   options.endpoint = "http://127.0.0.1:1";
   options.retry.max_attempts = 0;
   EXPECT_EQ(GcsClient::create(options).status().code(), absl::StatusCode::kInvalidArgument);
+  options.retry.max_attempts = 1;
+  options.anonymous = true;
+  options.credentials = make_access_token_credentials("tok");
+  EXPECT_THAT(std::string(GcsClient::create(options).status().message()),
+              HasSubstr("anonymous and credentials are both set"));
 }
 
 TEST(GcsClient, TransportFailuresKeepTheirCode) {

@@ -255,6 +255,7 @@ TEST_F(GcsFaultsTest, UnauthorizedRefreshesCredentialsOnce) {
   seed_object("obj", "abc");
   auto creds = std::make_shared<CountingCredentials>();
   GcsOptions options = this->options();
+  options.anonymous = false;
   options.credentials = creds;
   auto store = make_gcs_store(options).value();
   emu_->inject_fault("objects.get", Fault::status(401));

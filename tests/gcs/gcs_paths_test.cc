@@ -61,10 +61,12 @@ TEST(ObjectPath, EncodesBucketAndObject) {
   EXPECT_EQ(gs_url("b", "dir/o"), "gs://b/dir/o");
 }
 
-TEST(ResolveEndpoint, ExplicitOptionWins) {
+TEST(ResolveEndpoint, ExplicitOptionWinsAndIsNeverTakenForAnEmulator) {
   auto e = resolve_endpoint("http://127.0.0.1:1234/", "localhost:9");
   EXPECT_EQ(e.url, "http://127.0.0.1:1234");
-  EXPECT_TRUE(e.emulator);
+  EXPECT_FALSE(e.emulator);  // credentials unless GcsOptions::anonymous
+  e = resolve_endpoint("https://storage-psc.p.googleapis.com", nullptr);
+  EXPECT_FALSE(e.emulator);
   e = resolve_endpoint("https://storage.googleapis.com", nullptr);
   EXPECT_FALSE(e.emulator);
 }

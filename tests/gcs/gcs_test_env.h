@@ -93,6 +93,7 @@ class GcsEmulatorTest : public ::testing::Test {
   static GcsOptions options() {
     GcsOptions options;
     options.endpoint = emu_->endpoint();
+    options.anonymous = true;
     options.project = "test-project";
     options.retry.max_attempts = 5;
     options.retry.initial_backoff = std::chrono::milliseconds(1);

@@ -49,6 +49,7 @@ TEST(OpenStore, EachStoreFormatsItsUrlsAndStatesWhetherItIsRemote) {
   options.s3.anonymous = true;
   options.s3.endpoint = "http://127.0.0.1:1";
   options.gcs.endpoint = "http://127.0.0.1:1";
+  options.gcs.anonymous = true;
   auto s3 = open_store("s3://bucket/key", options);
   ASSERT_TRUE(s3.ok()) << s3.status();
   EXPECT_EQ((*s3)->url("bucket", "a/b c"), "s3://bucket/a/b c");

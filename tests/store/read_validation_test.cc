@@ -96,6 +96,7 @@ class ReadValidationTest : public ::testing::TestWithParam<Backend> {
     if (gcs()) {
       GcsOptions o;
       o.endpoint = emu_->endpoint();
+      o.anonymous = true;
       o.project = "test-project";
       o.retry = retry;
       o.transport = transport;

@@ -87,6 +87,7 @@ class CheckpointTest : public ::testing::TestWithParam<std::string> {
       ASSERT_TRUE(emu_->create_bucket(bucket_).ok());
       GcsOptions g;
       g.endpoint = emu_->endpoint();
+      g.anonymous = true;
       g.retry.max_attempts = 4;
       g.retry.initial_backoff = std::chrono::milliseconds(1);
       g.retry.max_backoff = std::chrono::milliseconds(5);

@@ -67,6 +67,7 @@ class DatasetTest : public ::testing::TestWithParam<std::string> {
       ASSERT_TRUE(emu_->create_bucket(bucket_).ok());
       GcsOptions options;
       options.endpoint = emu_->endpoint();
+      options.anonymous = true;
       options.retry.max_attempts = 6;
       options.retry.initial_backoff = std::chrono::milliseconds(1);
       options.retry.max_backoff = std::chrono::milliseconds(10);

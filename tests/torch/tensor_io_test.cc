@@ -31,6 +31,7 @@ class TensorIoTest : public ::testing::TestWithParam<std::string> {
       ASSERT_TRUE(emulator_->create_bucket(bucket_).ok());
       GcsOptions options;
       options.endpoint = emulator_->endpoint();
+      options.anonymous = true;
       store_ = make_gcs_store(options).value();
     }
   }
