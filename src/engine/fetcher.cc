@@ -127,9 +127,9 @@ void FetcherImpl::read_direct(const std::shared_ptr<FetchGroup>& group, std::siz
     self->store_->read_object_async(
         request, t.buffer, static_cast<std::size_t>(size),
         [self, group, i, size](absl::StatusOr<ReadObjectResult> result) {
-          absl::Status status = result.status();
+          const FetchTarget& t = group->targets()[i];
+          absl::Status status = self->explain_gone(t, result.status());
           if (result.ok() && result->bytes != size) {
-            const FetchTarget& t = group->targets()[i];
             status = absl::DataLossError(absl::StrCat(
                 "fetch ", self->store_->url(self->bucket_, t.object.name), ": read ", result->bytes,
                 " bytes but the listing says ", size, " (changed since it was listed?)"));
@@ -139,6 +139,14 @@ void FetcherImpl::read_direct(const std::shared_ptr<FetchGroup>& group, std::siz
         });
   };
   enqueue(std::move(job));
+}
+
+absl::Status FetcherImpl::explain_gone(const FetchTarget& t, absl::Status status) const {
+  if (status.code() != absl::StatusCode::kNotFound || t.object.generation == 0) return status;
+  return absl::NotFoundError(absl::StrCat(
+      store_->url(bucket_, t.object.name), ": generation ", t.object.generation,
+      " listed at construction no longer exists: the object was overwritten or deleted (",
+      status.message(), ")"));
 }
 
 void FetcherImpl::range_done(const std::shared_ptr<FetchGroup>& group, std::size_t i,
@@ -205,7 +213,7 @@ void FetcherImpl::read_ranges(const std::shared_ptr<FetchGroup>& group, std::siz
               return absl::StrCat("fetch ", self->store_->url(self->bucket_, t.object.name),
                                   ": range ", offset, "-", offset + length - 1);
             };
-            absl::Status status = result.status();
+            absl::Status status = self->explain_gone(t, result.status());
             if (!status.ok()) {
               status = absl::Status(status.code(), absl::StrCat(what(), ": ", status.message()));
             } else if (result->bytes != length) {

@@ -68,6 +68,8 @@ class FetcherImpl : public std::enable_shared_from_this<FetcherImpl> {
   // An object above range_size: parallel ranges into its buffer, each range's CRC32C
   // combined and checked against the listing's when the last one lands.
   void read_ranges(const std::shared_ptr<FetchGroup>& group, std::size_t i);
+  // A NotFound for a read pinned to its listed generation: says the object changed since.
+  absl::Status explain_gone(const FetchTarget& t, absl::Status status) const;
   // The ranges of one object: their CRC32Cs (combined once the last is in) and first error.
   struct Ranges {
     std::mutex mu;

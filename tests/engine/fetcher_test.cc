@@ -268,6 +268,33 @@ TEST_P(FetcherTest, AChangedObjectFailsWithAnErrorNamingIt) {
   EXPECT_EQ(b.data[0], "aaaa");
 }
 
+// Same size, so only the pinned generation tells: the error says what happened, not a bare 404.
+TEST_P(FetcherTest, AnObjectOverwrittenOrDeletedSinceTheListingSaysSo) {
+  put("gone/a", "aaaa");
+  put("gone/b", "bbbb");
+  put("gone/c", std::string(64, 'c'));
+  auto objects = list("gone/");
+  ASSERT_EQ(objects.size(), 3u);
+  put("gone/b", "BBBB");
+  DeleteObjectRequest remove;
+  remove.bucket = bucket_;
+  remove.object = "gone/c";
+  ASSERT_TRUE(store_->delete_object(remove).ok());
+  FetchOptions options;
+  options.range_size = 16;  // gone/c is read as ranges
+  Fetcher fetcher(store_, bucket_, options);
+  for (std::size_t i : {1, 2}) {
+    Buffers b = targets_for({objects[i]});
+    absl::Status s = fetcher.fetch(b.targets);
+    EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
+    EXPECT_THAT(std::string(s.message()),
+                HasSubstr(absl::StrCat(store_->url(bucket_, objects[i].name), ": generation ",
+                                       objects[i].generation,
+                                       " listed at construction no longer exists: the object "
+                                       "was overwritten or deleted")));
+  }
+}
+
 TEST_P(FetcherTest, PrefetchStreamHandsOutInOrderAndStaysAtTheEnd) {
   auto data = put_many("pf/", 50, 8000);
   auto fetcher = std::make_shared<Fetcher>(store_, bucket_);
