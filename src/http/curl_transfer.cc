@@ -89,6 +89,10 @@ std::size_t on_write(char* data, std::size_t size, std::size_t count, void* user
       return n == 0 ? 1 : 0;
     }
   } else if (!t.request.body_sink) {
+    if (n > t.request.max_body_bytes - std::min(t.request.max_body_bytes, t.response.body.size())) {
+      t.body_too_large = true;
+      return n == 0 ? 1 : 0;
+    }
     t.response.body.append(data, n);
   } else {
     // An error document (404, 503...) for a request with a sink: kept in `body` for the
@@ -267,6 +271,10 @@ void finish_transfer(Transfer& t, CURLcode code, absl::Status override_status) {
     t.response.status = std::move(override_status);
   } else if (code == CURLE_OK) {
     t.response.status = absl::OkStatus();
+  } else if (t.body_too_large) {
+    t.response.status = absl::InternalError(
+        absl::StrCat(t.context(), ": the reply exceeds ", t.request.max_body_bytes,
+                     " bytes, the most this request accepts; refused"));
   } else if (t.sink_aborted) {
     t.response.status =
         absl::CancelledError(absl::StrCat(t.context(), ": body sink aborted the transfer"));

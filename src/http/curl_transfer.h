@@ -26,8 +26,9 @@ struct Transfer {
   Transfer(const Transfer&) = delete;
   Transfer& operator=(const Transfer&) = delete;
 
-  // "<METHOD> <URL>", the prefix of every error message (never header values: tokens).
-  std::string context() const { return request.method + " " + request.url; }
+  // "<METHOD> <URL>", the prefix of every error message: never header values (tokens), and
+  // the URL with its capabilities redacted (redact_url).
+  std::string context() const { return request.method + " " + redact_url(request.url); }
   // Any byte moved in either direction: the stall clock restarts.
   void touch() { last_activity = Clock::now(); }
 
@@ -46,6 +47,7 @@ struct Transfer {
   curl_off_t last_upload = 0;
 
   bool sink_aborted = false;    // body_sink returned false
+  bool body_too_large = false;  // an accumulated body passed request.max_body_bytes
   bool status_checked = false;  // error_body is known (the first body byte arrived)
   bool error_body = false;      // the response is not 2xx: its body goes to response.body
   bool headers_seen = false;    // request.on_headers has run

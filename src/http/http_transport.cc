@@ -8,7 +8,12 @@
 #include <deque>
 #include <mutex>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "core/absl_view.h"
 #include "http/curl_transfer.h"
 #include "http/event_loop.h"
 
@@ -266,7 +271,8 @@ HttpResponse HttpTransport::send(HttpRequest request) {
     // Waiting here would block the loop that has to produce the answer.
     HttpResponse response;
     response.status = absl::FailedPreconditionError(absl::StrCat(
-        request.method, " ", request.url, ": HttpTransport::send() called from a loop thread"));
+        request.method, " ", redact_url(request.url),
+        ": HttpTransport::send() called from a loop thread"));
     return response;
   }
   return submit(std::move(request)).get();
@@ -288,6 +294,23 @@ bool same_transport_options(const TransportOptions& a, const TransportOptions& b
          a.max_connections_per_host == b.max_connections_per_host && a.threads == b.threads &&
          a.connect_timeout == b.connect_timeout && a.stall_timeout == b.stall_timeout &&
          a.request_timeout == b.request_timeout;
+}
+
+std::string redact_url(std::string_view url) {
+  const std::size_t q = url.find('?');
+  if (q == std::string_view::npos) return std::string(url);
+  std::vector<std::string> items;
+  for (absl::string_view item : absl::StrSplit(av(url.substr(q + 1)), '&')) {
+    const std::size_t eq = item.find('=');
+    const std::string name = absl::AsciiStrToLower(item.substr(0, eq));
+    const bool secret = name == "upload_id" || name == "uploadid" || name == "access_token" ||
+                        name == "key" || absl::EndsWith(name, "signature") ||
+                        absl::EndsWith(name, "credential") || absl::EndsWith(name, "security-token");
+    items.push_back(secret && eq != absl::string_view::npos
+                        ? absl::StrCat(item.substr(0, eq + 1), "REDACTED")
+                        : std::string(item));
+  }
+  return absl::StrCat(av(url.substr(0, q + 1)), absl::StrJoin(items, "&"));
 }
 
 absl::StatusOr<HttpResponse> send_with_retry(

@@ -56,6 +56,11 @@ struct HttpRequest {
   // `head` has http_status and headers set, and no body yet.
   std::function<bool(const HttpResponse& head)> on_headers;
 
+  // Without a body_sink: the most bytes the reply may have. A longer one ends the transfer with
+  // Internal ("reply exceeds N bytes"), so no server can make the client allocate without
+  // limit. JSON pages, XML documents and token replies are far smaller.
+  std::size_t max_body_bytes = 64ull << 20;
+
   // Bytes this request holds in memory while in flight, counted against
   // TransportOptions::max_bytes_in_flight (a request larger than the whole budget still runs,
   // alone). 0 = not counted.
@@ -134,6 +139,11 @@ class HttpTransport {
   class Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// `url` for messages: the values of query parameters that are capabilities (a resumable
+// session's upload_id, S3's uploadId, signed-URL signatures, credentials and tokens) replaced
+// with REDACTED.
+std::string redact_url(std::string_view url);
 
 // What every GCS and S3 request shares: sends make() (called anew for every attempt, so each has
 // fresh headers and a fresh signature) under one RetryState, and returns the first response that

@@ -65,7 +65,8 @@ S3MultipartUpload::~S3MultipartUpload() {
 }
 
 std::string S3MultipartUpload::context() const {
-  return absl::StrCat(s3_url(request_.bucket, request_.object), " (upload ", upload_id_, ")");
+  // Upload ids, like resumable session URLs, stay out of messages and logs.
+  return absl::StrCat(s3_url(request_.bucket, request_.object), " (multipart upload)");
 }
 
 absl::Status S3MultipartUpload::upload_part(int number, std::string_view data) {

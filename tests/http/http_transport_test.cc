@@ -313,6 +313,53 @@ TEST(HttpTransportTest, ErrorMessagesNeverCarryHeaderValues) {
   EXPECT_THAT(std::string(resp.status.message()), Not(HasSubstr("secret")));
 }
 
+// A server that never stops sending cannot make a JSON, XML or token reply fill memory.
+TEST(HttpTransportTest, AnAccumulatedReplyLargerThanItsCapIsRefused) {
+  TestServer server([](httplib::Server& s) {
+    s.Get("/big", [](const httplib::Request&, httplib::Response& res) {
+      res.set_chunked_content_provider("application/json", [](std::size_t, httplib::DataSink& sink) {
+        const std::string chunk(64 << 10, ' ');
+        for (int i = 0; i < 64; ++i) {  // 4 MiB, far past the cap below
+          if (!sink.write(chunk.data(), chunk.size())) return false;
+        }
+        sink.done();
+        return true;
+      });
+    });
+  });
+  HttpTransport transport;
+  auto req = make_request("GET", server.url("/big"));
+  req.max_body_bytes = 1 << 20;
+  HttpResponse resp = transport.send(std::move(req));
+  EXPECT_EQ(resp.status.code(), absl::StatusCode::kInternal) << resp.status;
+  EXPECT_THAT(std::string(resp.status.message()), HasSubstr("reply exceeds 1048576 bytes"));
+  EXPECT_THAT(std::string(resp.status.message()), HasSubstr("GET " + server.url("/big")));
+  EXPECT_LE(resp.body.size(), 1u << 20);
+
+  auto small = make_request("GET", server.url("/big"));  // the default cap (64 MiB) lets it in
+  resp = transport.send(std::move(small));
+  ASSERT_TRUE(resp.status.ok()) << resp.status;
+  EXPECT_EQ(resp.body.size(), 4u << 20);
+}
+
+// Resumable session URLs and signed URLs are capabilities: they never appear in a message.
+TEST(HttpTransportTest, ErrorMessagesNeverCarrySessionOrSignatureParameters) {
+  HttpTransport transport;
+  const std::string base = "http://127.0.0.1:" + std::to_string(unused_port());
+  for (const char* query :
+       {"/upload/storage/v1/b/b/o?uploadType=resumable&upload_id=SECRET-SESSION",
+        "/b/k?partNumber=1&uploadId=SECRET-SESSION",
+        "/b/k?X-Goog-Algorithm=x&X-Goog-Signature=SECRET-SESSION&X-Goog-Credential=SECRET-SESSION",
+        "/b/k?X-Amz-Signature=SECRET-SESSION&X-Amz-Security-Token=SECRET-SESSION"}) {
+    HttpResponse resp = transport.send(make_request("PUT", base + query));
+    ASSERT_FALSE(resp.status.ok());
+    const std::string message(resp.status.message());
+    EXPECT_THAT(message, Not(HasSubstr("SECRET-SESSION"))) << message;
+    EXPECT_THAT(message, HasSubstr("REDACTED")) << message;
+    EXPECT_THAT(message, HasSubstr(base + std::string(query).substr(0, 6))) << message;
+  }
+}
+
 TEST(HttpTransportTest, ServerClosingMidBodyIsUnavailable) {
   RawServer server([](int fd) {
     if (!read_request_head(fd)) return;

@@ -15,6 +15,7 @@ namespace dataflux::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class S3StoreTest : public S3TestEnv {};
 
@@ -243,6 +244,9 @@ TEST_F(S3StoreTest, MultipartRejectsGapsAndSmallPartsAndAbortLeavesNothing) {
   auto gap = (*upload)->complete();
   EXPECT_EQ(gap.status().code(), absl::StatusCode::kFailedPrecondition) << gap.status();
   EXPECT_THAT(std::string(gap.status().message()), HasSubstr("part 2"));
+  // Named by its key, never by its upload id (a capability, like a GCS session URL).
+  EXPECT_THAT(std::string(gap.status().message()), HasSubstr("/m (multipart upload)"));
+  EXPECT_THAT(std::string(gap.status().message()), Not(HasSubstr("uploadId")));
   ASSERT_TRUE((*upload)->upload_part(2, "middle").ok());
   auto small = (*upload)->complete();
   EXPECT_EQ(small.status().code(), absl::StatusCode::kInvalidArgument) << small.status();
