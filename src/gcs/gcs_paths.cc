@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/absl_view.h"
+#include "core/percent.h"
 
 namespace dataflux::internal {
 
@@ -29,7 +30,7 @@ std::string object_path(std::string_view bucket, std::string_view object) {
 }
 
 std::string gs_url(std::string_view bucket, std::string_view object) {
-  return absl::StrCat("gs://", av(bucket), "/", av(object));
+  return display_url("gs", bucket, object);
 }
 
 }  // namespace dataflux::internal

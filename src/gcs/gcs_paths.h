@@ -35,7 +35,7 @@ class QueryString {
 // "/storage/v1/b/<bucket>/o/<object>" (object empty: "/storage/v1/b/<bucket>/o").
 std::string object_path(std::string_view bucket, std::string_view object);
 
-// "gs://bucket/object", for error messages.
+// "gs://bucket/object" (display_url), for messages; "gs://bucket" for an empty object.
 std::string gs_url(std::string_view bucket, std::string_view object);
 
 }  // namespace dataflux::internal

@@ -57,7 +57,7 @@ class GcsStoreImpl : public GcsStore {
 
   std::string_view backend() const override { return "gcs"; }
   std::string url(std::string_view bucket, std::string_view object) const override {
-    return object.empty() ? absl::StrCat("gs://", av(bucket)) : internal::gs_url(bucket, object);
+    return internal::gs_url(bucket, object);
   }
 
   StoreCapabilities capabilities() const override {

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/absl_view.h"
 #include "core/http_status.h"
+#include "core/percent.h"
 #include "core/read_checks.h"
 #include "dataflux/crc32c.h"
 #include "dataflux/local.h"
@@ -145,10 +146,7 @@ class LocalStore : public ObjectStore, public std::enable_shared_from_this<Local
   std::string_view backend() const override { return "local"; }
   // The bucket is the root directory.
   std::string url(std::string_view bucket, std::string_view object) const override {
-    if (object.empty()) return absl::StrCat("file://", av(bucket));
-    std::string root = bucket.empty() ? "/" : std::string(bucket);
-    if (root.back() != '/') root += '/';
-    return absl::StrCat("file://", root, av(object));
+    return internal::display_url("file", bucket.empty() ? "/" : bucket, object);
   }
 
   StoreCapabilities capabilities() const override {
@@ -561,7 +559,7 @@ class LocalStore : public ObjectStore, public std::enable_shared_from_this<Local
   std::string root_dir() const { return root_.empty() ? "/" : root_; }
   std::string root_display() const { return root_.empty() ? "/" : root_; }
   std::string url_for(std::string_view rel) const {
-    return absl::StrCat("file://", root_, "/", av(rel));
+    return internal::display_url("file", root_dir(), rel);
   }
   static std::string parent_of(const std::string& object) {
     std::size_t slash = object.rfind('/');

@@ -27,7 +27,7 @@ bool dns_safe_bucket(std::string_view bucket) {
 }  // namespace
 
 std::string s3_url(std::string_view bucket, std::string_view key) {
-  return absl::StrCat("s3://", av(bucket), "/", av(key));
+  return display_url("s3", bucket, key);
 }
 
 absl::StatusCode status_code_for_s3_error(std::string_view code, long http_status) {

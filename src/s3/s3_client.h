@@ -41,7 +41,7 @@ struct S3Call {
   bool sign_payload = true;  // false: UNSIGNED-PAYLOAD (large bodies carry their own checksum)
 };
 
-// "s3://bucket/key", for messages.
+// "s3://bucket/key" (display_url), for messages; "s3://bucket" for an empty key.
 std::string s3_url(std::string_view bucket, std::string_view key);
 
 // The status for an S3 error code (NoSuchKey → NotFound, SlowDown → Unavailable...), falling

@@ -54,7 +54,7 @@ class S3StoreImpl : public S3Store {
 
   std::string_view backend() const override { return "s3"; }
   std::string url(std::string_view bucket, std::string_view object) const override {
-    return object.empty() ? absl::StrCat("s3://", internal::av(bucket)) : s3_url(bucket, object);
+    return internal::s3_url(bucket, object);
   }
 
   StoreCapabilities capabilities() const override {

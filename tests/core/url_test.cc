@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "core/percent.h"
+
 namespace dataflux {
 namespace {
 
@@ -115,6 +117,15 @@ TEST(StorageUrl, AMistypedSchemeIsAnErrorNamingTheLikelyUrl) {
     EXPECT_TRUE(url.ok()) << path << ": " << url.status();
     if (url.ok()) EXPECT_EQ(url->scheme, Scheme::kFile);
   }
+}
+
+TEST(DisplayUrl, OneFormatterForEveryStoreWithControlBytesEscaped) {
+  EXPECT_EQ(internal::display_url("gs", "b", "a/b c"), "gs://b/a/b c");
+  EXPECT_EQ(internal::display_url("gs", "b", ""), "gs://b");
+  EXPECT_EQ(internal::display_url("s3", "b", "k\x01\x7f\xc3\xa9"), "s3://b/k\\x01\\x7f\xc3\xa9");
+  EXPECT_EQ(internal::display_url("file", "/data/", "x"), "file:///data/x");
+  EXPECT_EQ(internal::display_url("file", "/", "x"), "file:///x");
+  EXPECT_EQ(internal::display_url("file", "/", ""), "file:///");
 }
 
 TEST(StorageUrl, AcceptsUnicodeObjectNames) {

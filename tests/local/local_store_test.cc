@@ -80,6 +80,23 @@ class LocalStoreTest : public ::testing::Test {
   std::shared_ptr<ObjectStore> store_;
 };
 
+// A name with control characters (here a terminal escape and a tab) cannot forge log lines or
+// recolour a terminal: messages and URLs show them as \xNN.
+TEST_F(LocalStoreTest, ControlCharactersInNamesAreEscapedInMessagesAndUrls) {
+  const std::string name = "evil\x1b[31m\tname";
+  auto missing = store_->get_object_metadata(root_, name);
+  ASSERT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  const std::string message(missing.status().message());
+  EXPECT_THAT(message, HasSubstr("evil\\x1b[31m\\x09name")) << message;
+  EXPECT_EQ(message.find('\x1b'), std::string::npos);
+  EXPECT_EQ(message.find('\t'), std::string::npos);
+  EXPECT_EQ(store_->url(root_, name), "file://" + root_ + "/evil\\x1b[31m\\x09name");
+  EXPECT_EQ(store_->url(root_, ""), "file://" + root_);
+  EXPECT_EQ(store_->url("/", "x"), "file:///x");
+  put(name, "stored as named");  // the name itself is not changed, only how it is shown
+  EXPECT_EQ(get(name), "stored as named");
+}
+
 TEST_F(LocalStoreTest, WriteReadRoundTripWithChecksumAndGeneration) {
   std::string data(100000, '\0');
   std::mt19937 rng(1);
