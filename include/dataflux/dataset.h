@@ -57,7 +57,8 @@ struct DatasetOptions {
   TORCH_ARG(bool, force_compose) = false;
   // Workers of the parallel lister (ListOptions::workers); 0 = its default.
   TORCH_ARG(int, listing_workers) = 0;
-  // Retries per storage operation, when the dataset opens its own store (not with store()).
+  // Retries per storage operation, when the dataset opens its own store (not with store()), on
+  // every backend whose retry store_options leaves at its default (with_retry()).
   TORCH_ARG(RetryOptions, retry) = {};
   // Reads in flight at once, over all DataLoader workers and the read-ahead of this dataset
   // (and its copies). Size it so workers x batch size fit with room to read ahead: a worker

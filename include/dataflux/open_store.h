@@ -35,6 +35,10 @@ absl::StatusOr<std::shared_ptr<ObjectStore>> open_store(const StorageUrl& url,
 absl::StatusOr<std::shared_ptr<ObjectStore>> open_store(std::string_view url,
                                                         const StoreOptions& options = {});
 
+// `options` with `retry` for every backend whose retry the caller left at its default; a
+// default `retry` changes nothing. How DatasetOptions::retry reaches the store a dataset opens.
+StoreOptions with_retry(StoreOptions options, const RetryOptions& retry);
+
 }  // namespace dataflux
 
 #endif  // DATAFLUX_OPEN_STORE_H_

@@ -24,6 +24,13 @@ struct RetryOptions {
   std::chrono::milliseconds deadline{600'000};     // total time per operation, waits included
 };
 
+inline bool operator==(const RetryOptions& a, const RetryOptions& b) {
+  return a.max_attempts == b.max_attempts && a.initial_backoff == b.initial_backoff &&
+         a.max_backoff == b.max_backoff && a.multiplier == b.multiplier &&
+         a.deadline == b.deadline;
+}
+inline bool operator!=(const RetryOptions& a, const RetryOptions& b) { return !(a == b); }
+
 }  // namespace dataflux
 
 #endif  // DATAFLUX_RETRY_H_

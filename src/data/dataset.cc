@@ -23,8 +23,7 @@ std::shared_ptr<DatasetState> open_dataset(const std::string& url, const Dataset
   config.url = url;
   config.prefix = options.prefix();
   config.store = options.store();
-  config.store_options = options.store_options();
-  config.store_options.gcs.retry = options.retry();
+  config.store_options = with_retry(options.store_options(), options.retry());
   config.listing_workers = options.listing_workers();
   config.fetch.max_requests_in_flight = options.max_requests_in_flight();
   config.fetch.max_bytes_in_flight = options.max_bytes_in_flight();

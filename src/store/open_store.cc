@@ -69,9 +69,7 @@ absl::StatusOr<std::shared_ptr<ObjectStore>> shared_gcs_store(const GcsOptions& 
 // AWS_ENDPOINT_URL at different emulators get different stores.
 absl::StatusOr<std::shared_ptr<ObjectStore>> shared_s3_store(const S3Options& options) {
   const S3Options defaults;
-  const bool cacheable = options.user_agent_suffix.empty() &&
-                         options.retry.max_attempts == defaults.retry.max_attempts &&
-                         options.retry.deadline == defaults.retry.deadline &&
+  const bool cacheable = options.user_agent_suffix.empty() && options.retry == defaults.retry &&
                          internal::same_transport_options(options.transport, defaults.transport);
   if (!cacheable) {
     auto store = make_s3_store(options);
@@ -121,6 +119,14 @@ absl::StatusOr<std::shared_ptr<ObjectStore>> open_store(std::string_view url,
   auto parsed = StorageUrl::parse(url);
   if (!parsed.ok()) return parsed.status();
   return open_store(*parsed, options);
+}
+
+StoreOptions with_retry(StoreOptions options, const RetryOptions& retry) {
+  const RetryOptions defaults;
+  if (retry == defaults) return options;
+  if (options.gcs.retry == defaults) options.gcs.retry = retry;
+  if (options.s3.retry == defaults) options.s3.retry = retry;
+  return options;
 }
 
 }  // namespace dataflux

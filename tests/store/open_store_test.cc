@@ -149,6 +149,42 @@ TEST_F(OpenGcsStore, EqualOptionsShareOneStoreAndAnyDifferenceDoesNot) {
   }
 }
 
+// DatasetOptions::retry goes through this: every backend gets it, unless the caller set that
+// backend's own retry in store_options.
+TEST(OpenStore, WithRetryAppliesToEveryBackendTheCallerLeftAtItsDefault) {
+  RetryOptions mine;
+  mine.max_attempts = 2;
+  mine.initial_backoff = std::chrono::milliseconds(3);
+  StoreOptions plain = with_retry(StoreOptions{}, mine);
+  EXPECT_EQ(plain.gcs.retry, mine);
+  EXPECT_EQ(plain.s3.retry, mine);
+
+  StoreOptions callers;
+  callers.gcs.retry.max_attempts = 7;
+  StoreOptions merged = with_retry(callers, mine);
+  EXPECT_EQ(merged.gcs.retry.max_attempts, 7);  // the caller's, not overwritten
+  EXPECT_EQ(merged.s3.retry, mine);
+
+  EXPECT_EQ(with_retry(callers, RetryOptions{}).gcs.retry.max_attempts, 7);
+}
+
+// Any retry field makes a different S3 store (a backoff too, not only attempts and deadline).
+TEST(OpenStore, S3StoresDifferingInAnyRetryFieldAreNotShared) {
+  StoreOptions a;
+  a.s3.endpoint = "http://127.0.0.1:1";
+  a.s3.region = "us-east-1";
+  a.s3.anonymous = true;
+  StoreOptions b = a;
+  b.s3.retry.initial_backoff = std::chrono::milliseconds(1);
+  StoreOptions c = a;
+  auto sa = open_store("s3://bucket/x", a);
+  auto sb = open_store("s3://bucket/x", b);
+  auto sc = open_store("s3://bucket/x", c);
+  ASSERT_TRUE(sa.ok() && sb.ok() && sc.ok());
+  EXPECT_NE(sa->get(), sb->get());
+  EXPECT_EQ(sa->get(), sc->get());
+}
+
 TEST_F(OpenGcsStore, DefaultStoreFollowsTheEmulatorEnvironment) {
   auto first = open_store("gs://open-store-test/");
   ASSERT_TRUE(first.ok());
