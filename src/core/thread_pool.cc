@@ -84,6 +84,7 @@ struct TaskGroup::State {
   std::deque<std::function<void()>> queue;  // guarded by mu
   int max_parallel = 0;
   int drainers = 0;  // guarded by mu: pool tasks scheduled for this group, started or not
+  int started = 0;   // guarded by mu: drainers running on a pool thread
   int running = 0;   // guarded by mu: tasks executing, on any thread
   std::exception_ptr error;  // guarded by mu: the first exception a task threw
 };
@@ -133,17 +134,29 @@ void TaskGroup::run_task(State& state, std::function<void()>& task) {
 
 void TaskGroup::drain(const std::shared_ptr<State>& state) {
   std::unique_lock<std::mutex> lock(state->mu);
+  ++state->started;
   while (!state->queue.empty()) {
     std::function<void()> task = std::move(state->queue.front());
     state->queue.pop_front();
     run_task(*state, task);
   }
+  --state->started;
   --state->drainers;
 }
 
 bool TaskGroup::run_one() {
   std::unique_lock<std::mutex> lock(state_->mu);
   if (state_->queue.empty()) return false;
+  std::function<void()> task = std::move(state_->queue.front());
+  state_->queue.pop_front();
+  run_task(*state_, task);
+  return true;
+}
+
+bool TaskGroup::run_one_if_stalled() {
+  std::unique_lock<std::mutex> lock(state_->mu);
+  // A started drainer takes every queued task in turn; only without one can a task starve.
+  if (state_->queue.empty() || state_->started > 0) return false;
   std::function<void()> task = std::move(state_->queue.front());
   state_->queue.pop_front();
   run_task(*state_, task);

@@ -91,6 +91,10 @@ class TaskGroup {
   void run(std::function<void()> task);
   // Runs one queued task on the calling thread; false when none is queued.
   bool run_one();
+  // Runs one queued task on the calling thread only when no pool thread is working for this
+  // group (the pool is busy elsewhere): a waiter that must not steal work a pool thread is
+  // about to take, yet must not wait on a pool that will not come.
+  bool run_one_if_stalled();
   void wait();
 
  private:

@@ -144,8 +144,10 @@ class PartUploader : public Uploader {
         absl::StrCat("upload ", url_, ": already committed or aborted"));
   }
 
-  // Makes current_ a buffer of `capacity` bytes, waiting while K buffers are alive (uploading a
-  // queued part on this thread rather than waiting for a pool thread to take it).
+  // Makes current_ a buffer of `capacity` bytes, waiting while K buffers are alive. When no pool
+  // thread is working for this upload (the pool is busy elsewhere), it uploads a queued part
+  // itself rather than wait on a pool that may not come; otherwise a part in flight frees a
+  // buffer and wakes it.
   absl::Status acquire(std::uint64_t capacity) {
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
@@ -170,10 +172,11 @@ class PartUploader : public Uploader {
         break;
       }
       lock.unlock();
-      const bool helped = parts_.run_one();
+      const bool helped = parts_.run_one_if_stalled();
       lock.lock();
       if (helped) continue;
-      // Every part is being uploaded: each one ends by freeing its buffer and waking us.
+      // A pool thread is uploading our parts and takes the queued ones in turn: each part
+      // ends by freeing its buffer and waking us.
       wake_.wait(lock, [&] { return !error_.ok() || !free_.empty(); });
     }
     current_.size = 0;

@@ -53,6 +53,34 @@ TEST(TaskGroupTest, WaitRunsQueuedTasksWhenEveryPoolThreadIsBusy) {
   release.set_value();
 }
 
+TEST(TaskGroupTest, RunOneIfStalledLeavesWorkToARunningPoolThread) {
+  ThreadPool pool(2);
+  TaskGroup group(pool, 1);
+  std::promise<void> started, release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> ran{0};
+  group.run([&, released] {
+    started.set_value();
+    released.wait();
+    ++ran;
+  });
+  started.get_future().wait();
+  group.run([&] { ++ran; });  // queued behind the first, for the same pool thread
+  EXPECT_FALSE(group.run_one_if_stalled());  // a pool thread works for the group: no stealing
+  EXPECT_EQ(ran.load(), 0);
+  release.set_value();
+  group.wait();
+  EXPECT_EQ(ran.load(), 2);
+
+  ThreadPool busy(1);
+  std::promise<void> unblock = occupy(busy, 1);
+  TaskGroup starved(busy, 1);
+  starved.run([&] { ++ran; });
+  EXPECT_TRUE(starved.run_one_if_stalled());  // no pool thread will come: run it here
+  EXPECT_EQ(ran.load(), 3);
+  unblock.set_value();
+}
+
 TEST(TaskGroupTest, NestedGroupsOnASmallPoolFinish) {
   ThreadPool pool(2);
   std::atomic<int> leaves{0};
