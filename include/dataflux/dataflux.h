@@ -18,6 +18,7 @@
 #include "dataflux/list_prefixes.h"
 #include "dataflux/listing.h"
 #include "dataflux/local.h"
+#include "dataflux/log.h"
 #include "dataflux/object_store.h"
 #include "dataflux/open_store.h"
 #include "dataflux/retry.h"

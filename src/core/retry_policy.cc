@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/http_status.h"
+#include "core/log.h"
 
 namespace dataflux::internal {
 namespace {
@@ -44,6 +45,13 @@ std::optional<absl::Duration> RetryState::on_failure(const absl::Status& error) 
   absl::Duration delay = absl::Milliseconds(dist(rng_));
   absl::Time now = clock_.now();
   if (now + delay >= deadline_) return std::nullopt;
+  if (log_enabled(LogLevel::kWarning)) {
+    // The status names the operation and URL (redacted, as every error is).
+    log(LogLevel::kWarning,
+        absl::StrCat("retry ", attempts_ + 1, "/", std::max(1, options_.max_attempts), " in ",
+                     absl::ToInt64Milliseconds(delay), " ms after ",
+                     absl::StatusCodeToString(error.code()), ": ", error.message()));
+  }
   return delay;
 }
 

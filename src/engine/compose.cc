@@ -12,6 +12,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "core/log.h"
 #include "core/thread_pool.h"
 #include "dataflux/crc32c.h"
 #include "engine/fetcher_internal.h"
@@ -120,6 +121,10 @@ std::vector<std::size_t> FetcherImpl::run_compose(const std::shared_ptr<FetchGro
   }
   auto composite = store_->compose_object(compose);
   if (!composite.ok()) {
+    log(LogLevel::kWarning, absl::StrCat("compose of ", items.size(), " objects into ",
+                                         store_->url(bucket_, compose.destination), " failed (",
+                                         composite.status().message(),
+                                         "): reading them one by one"));
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.compose_fallbacks;
     // No permission (a read-only bucket): stop trying; anything else may be transient.
@@ -180,6 +185,20 @@ std::vector<std::size_t> FetcherImpl::run_compose(const std::shared_ptr<FetchGro
     const auto& expected = targets[items[k]].object.crc32c;
     // A mismatched slice is read directly, which reports the object's own error if any.
     (expected && *expected != crcs[k] ? fallback : delivered).push_back(items[k]);
+  }
+  if (!deleted.ok() && deleted.code() != absl::StatusCode::kNotFound) {
+    log(LogLevel::kWarning, absl::StrCat("temporary composite left behind (dataflux cleanup "
+                                         "removes it): ", deleted.message()));
+  }
+  if (!complete) {
+    log(LogLevel::kWarning,
+        absl::StrCat("reading composite ", store_->url(bucket_, compose.destination),
+                     " failed (", result.ok() ? "short" : result.status().message(),
+                     "): reading its ", items.size(), " objects one by one"));
+  } else if (!fallback.empty()) {
+    log(LogLevel::kWarning, absl::StrCat(fallback.size(), " slices of composite ",
+                                         store_->url(bucket_, compose.destination),
+                                         " disagree with their listed CRC32C: read directly"));
   }
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/byte_range.h"
+#include "core/log.h"
 #include "core/read_checks.h"
 #include "core/thread_pool.h"
 #include "dataflux/crc32c.h"
@@ -346,6 +347,10 @@ void ObjectRead::on_probe_response(HttpResponse response) {
 void ObjectRead::retry_or_fail(const absl::Status& error, Step next) {
   auto delay = retry_.on_failure(error);
   if (!delay) return complete(retry_.final_error(error));
+  if (delivered_ > 0 && log_enabled(LogLevel::kInfo)) {
+    log(LogLevel::kInfo, absl::StrCat(context(), ": resuming at byte ", position(), " with ",
+                                      delivered_, " bytes delivered"));
+  }
   auto self = shared_from_this();
   protocol_->transport().run_after(*delay, [self, next] { ((*self).*next)(); });
 }

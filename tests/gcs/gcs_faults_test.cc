@@ -4,9 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <mutex>
+#include <string>
+#include <vector>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "dataflux/crc32c.h"
+#include "dataflux/log.h"
 #include "gcs_test_env.h"
 
 namespace dataflux::testing {
@@ -28,6 +33,67 @@ TEST_F(GcsFaultsTest, ReadRetriesAfter503s) {
   EXPECT_EQ(buffer, data);
   EXPECT_EQ(result->attempts, 3);
   EXPECT_EQ(emu_->request_count("objects.media"), 3u);
+}
+
+// Retries and resumes are visible through the log hook, with the URL, the attempt and the
+// cause, and never the token that authorized the request.
+TEST_F(GcsFaultsTest, RetriesAndResumesAreLoggedWithoutSecrets) {
+  struct Record {
+    LogLevel level;
+    std::string message;
+  };
+  std::mutex mu;
+  std::vector<Record> records;
+  set_log_sink([&](LogLevel level, std::string_view message) {
+    std::lock_guard<std::mutex> lock(mu);
+    records.push_back({level, std::string(message)});
+  });
+  set_log_level(LogLevel::kInfo);
+  std::string data = random_bytes(200000, 9);
+  seed_object("logged", data);
+  GcsOptions options = this->options();
+  options.anonymous = false;
+  options.credentials = make_access_token_credentials("tok-SECRET-42");
+  auto store = make_gcs_store(options).value();
+  emu_->inject_fault("objects.media", Fault::status(503));
+  emu_->inject_fault("objects.media", Fault::break_after(64 << 10));
+  std::string buffer(data.size(), '\0');
+  auto result = store->read_object(read_request(bucket_, "logged"), buffer.data(), buffer.size());
+  set_log_sink(nullptr);
+  set_log_level(LogLevel::kWarning);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(buffer, data);
+
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_GE(records.size(), 3u);
+  bool retry_503 = false, resume = false;
+  for (const auto& r : records) {
+    EXPECT_THAT(r.message, ::testing::Not(HasSubstr("tok-SECRET-42")));
+    if (r.level == LogLevel::kWarning && absl::StrContains(r.message, "retry 2/5") &&
+        absl::StrContains(r.message, "gs://" + bucket_ + "/logged") &&
+        absl::StrContains(r.message, "503")) {
+      retry_503 = true;
+    }
+    if (r.level == LogLevel::kInfo && absl::StrContains(r.message, "resuming at byte 65536")) {
+      resume = true;
+    }
+  }
+  EXPECT_TRUE(retry_503);
+  EXPECT_TRUE(resume);
+}
+
+TEST_F(GcsFaultsTest, LogLevelOffAndErrorKeepRetriesQuiet) {
+  std::atomic<int> records{0};
+  set_log_sink([&](LogLevel, std::string_view) { ++records; });
+  set_log_level(LogLevel::kError);
+  seed_object("quiet", "abc");
+  emu_->inject_fault("objects.media", Fault::status(503));
+  char buf[3];
+  EXPECT_TRUE(store_->read_object(read_request(bucket_, "quiet"), buf, sizeof(buf)).ok());
+  set_log_sink(nullptr);
+  set_log_level(LogLevel::kWarning);
+  EXPECT_EQ(records.load(), 0);
+  EXPECT_EQ(emu_->request_count("objects.media"), 2u);
 }
 
 TEST_F(GcsFaultsTest, SinkReadRetriesAfter503WithoutLeakingTheErrorBody) {
