@@ -51,22 +51,16 @@ absl::StatusOr<std::shared_ptr<GcsClient>> GcsClient::create(GcsOptions options)
     return absl::InvalidArgumentError(
         "GcsOptions: anonymous and credentials are both set; choose one");
   }
-  std::shared_ptr<HttpTransport> transport =
-      same_transport_options(options.transport, TransportOptions{})
-          ? HttpTransport::instance()
-          : std::make_shared<HttpTransport>(options.transport);
-  return std::shared_ptr<GcsClient>(
-      new GcsClient(std::move(options), std::move(endpoint), std::move(transport)));
+  return std::shared_ptr<GcsClient>(new GcsClient(std::move(options), std::move(endpoint)));
 }
 
-GcsClient::GcsClient(GcsOptions options, ResolvedEndpoint endpoint,
-                     std::shared_ptr<HttpTransport> transport)
+GcsClient::GcsClient(GcsOptions options, ResolvedEndpoint endpoint)
     : options_(std::move(options)),
       endpoint_(std::move(endpoint.url)),
       emulator_(endpoint.emulator),
       explicit_credentials_(options_.credentials != nullptr),
       user_agent_(kUserAgent),
-      transport_(std::move(transport)) {
+      transport_(std::make_unique<TransportHandle>(options_.transport)) {
   if (!options_.user_agent_suffix.empty())
     absl::StrAppend(&user_agent_, " ", options_.user_agent_suffix);
   if (options_.anonymous) {
@@ -150,7 +144,7 @@ absl::StatusOr<HttpResponse> GcsClient::execute(const std::function<HttpRequest(
   bool refreshed = false;
   std::string sent_authorization;
   return send_with_retry(
-      *transport_, options_.retry, idempotency,
+      transport_->get(), options_.retry, idempotency,
       [&]() -> absl::StatusOr<HttpRequest> {
         HttpRequest request = make();
         if (auto s = authorize(request); !s.ok()) return s;

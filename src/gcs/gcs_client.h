@@ -40,7 +40,7 @@ class GcsClient {
 
   const std::string& endpoint() const { return endpoint_; }
   const GcsOptions& options() const { return options_; }
-  HttpTransport& transport() { return *transport_; }
+  HttpTransport& transport() { return transport_->get(); }  // made anew after fork()
 
   // A request to endpoint + path_and_query with the User-Agent header set.
   HttpRequest new_request(std::string method, std::string_view path_and_query) const;
@@ -69,15 +69,14 @@ class GcsClient {
                                        Idempotency idempotency, std::string_view context);
 
  private:
-  GcsClient(GcsOptions options, ResolvedEndpoint endpoint,
-            std::shared_ptr<HttpTransport> transport);
+  GcsClient(GcsOptions options, ResolvedEndpoint endpoint);
 
   GcsOptions options_;
   std::string endpoint_;
   bool emulator_;
   bool explicit_credentials_;
   std::string user_agent_;
-  std::shared_ptr<HttpTransport> transport_;
+  std::unique_ptr<TransportHandle> transport_;
 };
 
 }  // namespace dataflux::internal

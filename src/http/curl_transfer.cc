@@ -137,6 +137,10 @@ absl::Status configure_transfer(Transfer& t, const TransportOptions& options) {
   }
   CURL* e = t.easy;
   curl_easy_setopt(e, CURLOPT_URL, req.url.c_str());
+  // The path goes out exactly as built: no "/../" or "/./" removal, which would send (and
+  // address) an S3 key other than the one named and signed.
+  curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
+  if (!req.idempotent) curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);  // never replayed
   curl_easy_setopt(e, CURLOPT_PRIVATE, &t);
   curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t.error_buffer);
   // Signals cannot be used from threads; timeouts rely on the multi loop instead.

@@ -296,6 +296,43 @@ bool same_transport_options(const TransportOptions& a, const TransportOptions& b
          a.request_timeout == b.request_timeout;
 }
 
+TransportHandle::TransportHandle(const TransportOptions& options)
+    : options_(options), shared_(same_transport_options(options, TransportOptions{})) {
+  transport_ = make();
+  current_ = transport_.get();
+  pid_ = static_cast<long>(getpid());
+}
+
+TransportHandle::TransportHandle(std::shared_ptr<HttpTransport> transport)
+    : options_(transport->options()), shared_(false), transport_(std::move(transport)) {
+  current_ = transport_.get();
+  pid_ = static_cast<long>(getpid());
+}
+
+TransportHandle::~TransportHandle() {
+  if (pid_.load() != static_cast<long>(getpid())) {
+    // Made in the parent and never used here: its threads do not exist; do not join them.
+    new std::shared_ptr<HttpTransport>(std::move(transport_));
+  }
+}
+
+std::shared_ptr<HttpTransport> TransportHandle::make() const {
+  return shared_ ? HttpTransport::instance() : std::make_shared<HttpTransport>(options_);
+}
+
+HttpTransport& TransportHandle::get() {
+  const long pid = static_cast<long>(getpid());
+  if (pid_.load(std::memory_order_acquire) == pid) return *current_.load(std::memory_order_acquire);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (pid_.load() != pid) {
+    new std::shared_ptr<HttpTransport>(std::move(transport_));  // the parent's: leaked
+    transport_ = make();
+    current_.store(transport_.get(), std::memory_order_release);
+    pid_.store(pid, std::memory_order_release);
+  }
+  return *current_.load();
+}
+
 std::string redact_url(std::string_view url) {
   const std::size_t q = url.find('?');
   if (q == std::string_view::npos) return std::string(url);
@@ -324,6 +361,7 @@ absl::StatusOr<HttpResponse> send_with_retry(
     for (;;) {
       absl::StatusOr<HttpRequest> request = make();
       if (!request.ok()) return request.status();
+      request->idempotent = idempotency == Idempotency::kIdempotent;
       HttpResponse response = transport.send(*std::move(request));
       if (resend && resend(response)) continue;
       if (auto s = check(response); !s.ok()) return s;

@@ -14,7 +14,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <atomic>
 #include <future>
+#include <mutex>
 #include <memory>
 #include <optional>
 #include <string>
@@ -65,6 +67,12 @@ struct HttpRequest {
   // TransportOptions::max_bytes_in_flight (a request larger than the whole budget still runs,
   // alone). 0 = not counted.
   std::uint64_t budget_bytes = 0;
+
+  // False for a request that must reach the server at most once (a write, compose or delete
+  // without a precondition): it goes on a fresh connection, because libcurl silently sends a
+  // request again when a reused keep-alive connection turns out to be dead, and the server may
+  // already have applied the first copy.
+  bool idempotent = true;
 
   // Overrides TransportOptions::request_timeout / stall_timeout for this request.
   std::optional<absl::Duration> timeout;
@@ -138,6 +146,32 @@ class HttpTransport {
  private:
   class Impl;
   std::unique_ptr<Impl> impl_;
+};
+
+// The transport a client sends on: the process-wide one for default options, else one of its
+// own. In a child after fork() the parent's loop threads do not exist, so a request handed to
+// the parent's transport would never complete: get() notices the new pid and makes the
+// transport again (the parent's is kept, never destroyed, as joining its threads would hang).
+class TransportHandle {
+ public:
+  explicit TransportHandle(const TransportOptions& options);
+  // For tests: a given transport, used in this process only.
+  explicit TransportHandle(std::shared_ptr<HttpTransport> transport);
+  ~TransportHandle();
+  TransportHandle(const TransportHandle&) = delete;
+  TransportHandle& operator=(const TransportHandle&) = delete;
+
+  HttpTransport& get();
+
+ private:
+  std::shared_ptr<HttpTransport> make() const;
+
+  const TransportOptions options_;
+  const bool shared_;
+  std::mutex mu_;  // taken only to make the transport again, after fork
+  std::shared_ptr<HttpTransport> transport_;  // guarded by mu_
+  std::atomic<HttpTransport*> current_{nullptr};
+  std::atomic<long> pid_{0};
 };
 
 // `url` for messages: the values of query parameters that are capabilities (a resumable

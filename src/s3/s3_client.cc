@@ -116,26 +116,20 @@ absl::StatusOr<std::shared_ptr<S3Client>> S3Client::create(S3Options options) {
   }
   auto config = resolve_s3_config(options, process_environment());
   if (!config.ok()) return config.status();
-  std::shared_ptr<HttpTransport> transport =
-      same_transport_options(options.transport, TransportOptions{})
-          ? HttpTransport::instance()
-          : std::make_shared<HttpTransport>(options.transport);
-  return std::shared_ptr<S3Client>(
-      new S3Client(std::move(options), *std::move(config), std::move(transport), nullptr));
+  return std::shared_ptr<S3Client>(new S3Client(std::move(options), *std::move(config), nullptr));
 }
 
 std::shared_ptr<S3Client> S3Client::create_for_test(S3Options options, S3Config config,
                                                     std::function<absl::Time()> now) {
-  return std::shared_ptr<S3Client>(new S3Client(std::move(options), std::move(config),
-                                                HttpTransport::instance(), std::move(now)));
+  return std::shared_ptr<S3Client>(
+      new S3Client(std::move(options), std::move(config), std::move(now)));
 }
 
-S3Client::S3Client(S3Options options, S3Config config, std::shared_ptr<HttpTransport> transport,
-                   std::function<absl::Time()> now)
+S3Client::S3Client(S3Options options, S3Config config, std::function<absl::Time()> now)
     : options_(std::move(options)),
       config_(std::move(config)),
       user_agent_(kUserAgent),
-      transport_(std::move(transport)),
+      transport_(std::make_unique<TransportHandle>(options_.transport)),
       now_(now ? std::move(now) : [] { return absl::Now(); }) {
   auto sep = config_.endpoint.find("://");
   scheme_ = config_.endpoint.substr(0, sep);
@@ -226,7 +220,7 @@ absl::Status S3Client::check(const HttpResponse& response, std::string_view cont
 
 absl::StatusOr<HttpResponse> S3Client::execute(const std::function<HttpRequest()>& make,
                                                Idempotency idempotency, std::string_view context) {
-  return send_with_retry(*transport_, options_.retry, idempotency, make,
+  return send_with_retry(transport_->get(), options_.retry, idempotency, make,
                          [&](const HttpResponse& response) { return check(response, context); });
 }
 

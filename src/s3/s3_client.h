@@ -63,7 +63,7 @@ class S3Client {
 
   const S3Config& config() const { return config_; }
   const S3Options& options() const { return options_; }
-  HttpTransport& transport() { return *transport_; }
+  HttpTransport& transport() { return transport_->get(); }  // made anew after fork()
   bool virtual_hosted(std::string_view bucket) const;
 
   // The addressed, signed request (Host, x-amz-date, x-amz-content-sha256, Authorization,
@@ -83,15 +83,14 @@ class S3Client {
   }
 
  private:
-  S3Client(S3Options options, S3Config config, std::shared_ptr<HttpTransport> transport,
-           std::function<absl::Time()> now);
+  S3Client(S3Options options, S3Config config, std::function<absl::Time()> now);
 
   S3Options options_;
   S3Config config_;
   std::string scheme_;  // "http" or "https"
   std::string host_;    // host[:port] of the endpoint
   std::string user_agent_;
-  std::shared_ptr<HttpTransport> transport_;
+  std::unique_ptr<TransportHandle> transport_;
   std::function<absl::Time()> now_;
 };
 

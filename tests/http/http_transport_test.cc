@@ -360,6 +360,35 @@ TEST(HttpTransportTest, ErrorMessagesNeverCarrySessionOrSignatureParameters) {
   }
 }
 
+// A keep-alive connection that died while idle (the server drops it after reading the next
+// request, as a load balancer's idle timeout does): libcurl would send that request again on a
+// fresh connection. For a request that must not be applied twice, there is no second copy.
+TEST(HttpTransportTest, ANonIdempotentRequestIsNeverReplayedOnADeadReusedConnection) {
+  std::atomic<int> gets{0}, posts{0};
+  RawServer server([&](int fd) {
+    std::string head;
+    for (int n = 0; read_request_head(fd, std::chrono::seconds(5), &head); ++n) {
+      ++(head.rfind("POST", 0) == 0 ? posts : gets);
+      if (n > 0) return;  // the second request on a connection: dropped unanswered
+      write_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+    }
+  });
+  HttpTransport transport;
+  ASSERT_TRUE(transport.send(make_request("GET", server.url("/warm"))).status.ok());
+  auto post = make_request("POST", server.url("/apply-once"));
+  post.idempotent = false;
+  HttpResponse resp = transport.send(std::move(post));
+  EXPECT_TRUE(resp.status.ok()) << resp.status;  // on a connection of its own
+  EXPECT_EQ(posts.load(), 1);
+
+  // The same with an idempotent request shows what libcurl does otherwise: sent twice.
+  ASSERT_TRUE(transport.send(make_request("GET", server.url("/warm-again"))).status.ok());
+  const int before = gets.load();
+  HttpResponse get = transport.send(make_request("GET", server.url("/replayed")));
+  EXPECT_TRUE(get.status.ok()) << get.status;
+  EXPECT_EQ(gets.load() - before, 2);
+}
+
 TEST(HttpTransportTest, ServerClosingMidBodyIsUnavailable) {
   RawServer server([](int fd) {
     if (!read_request_head(fd)) return;
