@@ -524,6 +524,15 @@ Reply S3Service::create_multipart(const S3Route& route, const httplib::Request& 
     return s3_error_reply(400, "InvalidRequest", "Only the CRC32C checksum algorithm is emulated.");
   }
   upload.crc32c_algorithm = algorithm == "CRC32C";
+  const std::string type = req.get_header_value("x-amz-checksum-type");
+  if (!type.empty() && type != "COMPOSITE" && type != "FULL_OBJECT") {
+    return s3_error_reply(400, "InvalidRequest", "Value for x-amz-checksum-type is invalid.");
+  }
+  if (!type.empty() && !upload.crc32c_algorithm) {
+    return s3_error_reply(400, "InvalidRequest",
+                          "x-amz-checksum-type requires x-amz-checksum-algorithm.");
+  }
+  upload.full_object = type == "FULL_OBJECT";
   std::string id;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -581,7 +590,6 @@ Reply S3Service::complete_multipart(const S3Route& route, const httplib::Request
   }
   std::string data;
   std::string md5s;
-  std::string crcs;
   int previous = 0;
   for (std::size_t i = 0; i < listed.size(); ++i) {
     auto number = parse_u64(listed[i]->child_text("PartNumber"));
@@ -616,14 +624,29 @@ Reply S3Service::complete_multipart(const S3Route& route, const httplib::Request
     std::string raw;
     absl::HexStringToBytes(part->second.md5_hex).swap(raw);
     md5s += raw;
-    crcs += crc32c_to_base64(part->second.crc32c);
   }
   const std::string etag = absl::StrCat("\"", df::md5_hex_of(md5s), "-", listed.size(), "\"");
   NewObject meta;
   meta.content_type = upload.content_type.empty() ? "binary/octet-stream" : upload.content_type;
   meta.metadata[kEtagKey] = etag;
   std::string composite;
-  if (upload.crc32c_algorithm) {
+  const std::string sent_type = req.get_header_value("x-amz-checksum-type");
+  if (!sent_type.empty() && sent_type != (upload.full_object ? "FULL_OBJECT" : "COMPOSITE")) {
+    return s3_error_reply(400, "InvalidRequest",
+                          "The x-amz-checksum-type does not match the one the upload was "
+                          "created with.");
+  }
+  if (upload.full_object) {
+    // As S3 does for FULL_OBJECT: the CRC32C of the whole object, checked against the
+    // caller's before the object exists.
+    composite = crc32c_to_base64(crc32c(data));
+    if (req.has_header("x-amz-checksum-crc32c") &&
+        req.get_header_value("x-amz-checksum-crc32c") != composite) {
+      return s3_error_reply(400, "BadDigest",
+                            "The CRC32C you specified did not match the calculated checksum.");
+    }
+    meta.metadata[kChecksumKey] = composite;
+  } else if (upload.crc32c_algorithm) {
     // S3's composite checksum: the CRC32C of the parts' big-endian CRC32Cs, then "-N".
     std::string be;
     for (const df::XmlElement* p : listed) {
@@ -649,8 +672,10 @@ Reply S3Service::complete_multipart(const S3Route& route, const httplib::Request
       absl::StrCat("<CompleteMultipartUploadResult", kNamespace, "><Location>/", x(route.bucket),
                    "/", x(route.key), "</Location><Bucket>", x(route.bucket), "</Bucket><Key>",
                    x(route.key), "</Key><ETag>", x(etag), "</ETag>");
-  if (!composite.empty())
-    absl::StrAppend(&body, "<ChecksumCRC32C>", composite, "</ChecksumCRC32C>");
+  if (!composite.empty()) {
+    absl::StrAppend(&body, "<ChecksumCRC32C>", composite, "</ChecksumCRC32C><ChecksumType>",
+                    upload.full_object ? "FULL_OBJECT" : "COMPOSITE", "</ChecksumType>");
+  }
   absl::StrAppend(&body, "</CompleteMultipartUploadResult>");
   return xml_reply(200, std::move(body));
 }

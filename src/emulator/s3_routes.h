@@ -77,6 +77,9 @@ class S3Service {
     std::string key;
     std::string content_type;
     bool crc32c_algorithm = false;
+    // x-amz-checksum-type: FULL_OBJECT: the object's checksum is the CRC32C of all its bytes
+    // (checked against the one CompleteMultipartUpload sends), not a checksum of checksums.
+    bool full_object = false;
     std::map<int, Part> parts;
   };
 

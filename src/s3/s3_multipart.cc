@@ -38,7 +38,11 @@ absl::StatusOr<std::unique_ptr<MultipartUpload>> S3MultipartUpload::create(
   call.bucket = request.bucket;
   call.key = request.object;
   call.query = {{"uploads", ""}};
-  call.headers = {{"Content-Type", request.content_type}, {"x-amz-checksum-algorithm", "CRC32C"}};
+  // FULL_OBJECT: S3 keeps (and HEAD reports) the CRC32C of the whole object, which loads can
+  // check; the default for CRC32C is a checksum of the parts' checksums, which they cannot.
+  call.headers = {{"Content-Type", request.content_type},
+                  {"x-amz-checksum-algorithm", "CRC32C"},
+                  {"x-amz-checksum-type", "FULL_OBJECT"}};
   auto response = client->execute(call, Idempotency::kIdempotent, context);
   if (!response.ok()) return response.status();
   auto doc = parse_xml(response->body);
@@ -153,24 +157,38 @@ absl::StatusOr<ObjectMetadata> S3MultipartUpload::complete() {
   call.bucket = request_.bucket;
   call.key = request_.object;
   call.query = {{"uploadId", upload_id_}};
-  call.headers = {{"Content-Type", "application/xml"}};
+  // The whole object's CRC32C, which S3 checks against what it assembled before the object
+  // exists (BadDigest otherwise).
+  const std::string ours = crc32c_to_base64(*meta.crc32c);
+  call.headers = {{"Content-Type", "application/xml"},
+                  {"x-amz-checksum-crc32c", ours},
+                  {"x-amz-checksum-type", "FULL_OBJECT"}};
   if (request_.if_generation_match) call.headers.emplace_back("If-None-Match", "*");
   call.body = complete_multipart_body(parts);
   // A 200 can still carry an <Error> (S3 answers before it has finished); that is retried
   // like a 5xx. Completing the same parts again is harmless.
-  auto make = [&] { return client_->new_request(call); };
-  RetryState retry(client_->options().retry, Idempotency::kIdempotent);
-  std::function<absl::StatusOr<HttpResponse>(int)> attempt =
-      [&](int) -> absl::StatusOr<HttpResponse> {
-    HttpResponse response = client_->transport().send(make());
-    if (auto s = client_->check(response, context); !s.ok()) return s;
-    if (auto s = embedded_error(response.body, context); !s.ok()) return s;
-    return response;
-  };
-  auto response = retry_loop<HttpResponse>(retry, attempt);
+  auto response = send_with_retry(
+      client_->transport(), client_->options().retry, Idempotency::kIdempotent,
+      [&] { return client_->new_request(call); },
+      [&](const HttpResponse& r) {
+        absl::Status s = client_->check(r, context);
+        return s.ok() ? embedded_error(r.body, context) : s;
+      });
   if (!response.ok()) return response.status();
   auto doc = parse_xml(response->body);
   if (!doc.ok()) return annotate(doc.status(), context);
+  // The object's CRC32C is what the server says it stored, never our own arithmetic: absent
+  // (a store without FULL_OBJECT checksums) it stays unknown.
+  const std::string stored = doc->child_text("ChecksumCRC32C");
+  const std::string type = doc->child_text("ChecksumType");
+  meta.crc32c.reset();
+  if (!stored.empty() && type != "COMPOSITE" && stored.find('-') == std::string::npos) {
+    if (stored != ours) {
+      return absl::DataLossError(absl::StrCat(context, ": the server stored CRC32C ", stored,
+                                              " but the parts sent have ", ours));
+    }
+    meta.crc32c = *crc32c_from_base64(stored);
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     finished_ = true;

@@ -214,6 +214,29 @@ TEST_P(CheckpointTest, ACorruptedCheckpointFailsWithDataLoss) {
   }
 }
 
+// A checkpoint of several parts (S3 multipart, GCS compose) is verified on load against the
+// CRC32C the server keeps for the whole object: a byte flipped inside the second part is
+// DataLoss before libtorch sees anything.
+TEST_P(CheckpointTest, AMultiPartCheckpointIsVerifiedOnLoad) {
+  options_.upload.part_size = 5u << 20;  // S3's minimum: 12 MiB go up as 3 parts
+  options_.upload.strategy = UploadStrategy::kParts;
+  torch::manual_seed(7);
+  std::vector<torch::Tensor> saved = {torch::rand({3 << 20})};  // 12 MiB of float32
+  save(saved, url("parts.pt"), options_);
+  std::vector<torch::Tensor> loaded;
+  load(loaded, url("parts.pt"), options_);
+  ASSERT_EQ(loaded.size(), 1u);
+  EXPECT_TRUE(torch::equal(loaded[0], saved[0]));
+  if (!corrupt("parts.pt", (6u << 20) + 12345)) GTEST_SKIP() << "cannot corrupt the file here";
+  try {
+    load(loaded, url("parts.pt"), options_);
+    EXPECT_FALSE(emulated()) << "a corrupted multi-part checkpoint loaded without error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), absl::StatusCode::kDataLoss) << e.what();
+    EXPECT_THAT(e.what(), HasSubstr("parts.pt"));
+  }
+}
+
 TEST_P(CheckpointTest, MissingAndMismatchedCheckpointsThrowClearErrors) {
   auto model = make_model(1);
   try {
