@@ -114,9 +114,12 @@ void TaskGroup::run(std::function<void()> task) {
   if (schedule) pool_.run([state = state_] { drain(state); });
 }
 
-// Runs `task`, which the caller popped under the lock, counting it as running (state.mu is held
-// on entry and on return).
-void TaskGroup::run_task(State& state, std::function<void()>& task) {
+// Pops the oldest queued task and runs it, counted as running, with state.mu released around
+// it (held on entry and on return). False when nothing is queued.
+bool TaskGroup::run_front(State& state) {
+  if (state.queue.empty()) return false;
+  std::function<void()> task = std::move(state.queue.front());
+  state.queue.pop_front();
   ++state.running;
   state.mu.unlock();
   std::exception_ptr error;
@@ -125,51 +128,33 @@ void TaskGroup::run_task(State& state, std::function<void()>& task) {
   } catch (...) {
     error = std::current_exception();
   }
-  task = nullptr;  // destroy captures outside the lock's critical path but before waking
+  task = nullptr;  // its captures go before the waiter is woken
   state.mu.lock();
   if (error && !state.error) state.error = error;
   --state.running;
   state.changed.notify_all();
+  return true;
 }
 
 void TaskGroup::drain(const std::shared_ptr<State>& state) {
   std::unique_lock<std::mutex> lock(state->mu);
   ++state->started;
-  while (!state->queue.empty()) {
-    std::function<void()> task = std::move(state->queue.front());
-    state->queue.pop_front();
-    run_task(*state, task);
+  while (run_front(*state)) {
   }
   --state->started;
   --state->drainers;
 }
 
-bool TaskGroup::run_one() {
-  std::unique_lock<std::mutex> lock(state_->mu);
-  if (state_->queue.empty()) return false;
-  std::function<void()> task = std::move(state_->queue.front());
-  state_->queue.pop_front();
-  run_task(*state_, task);
-  return true;
-}
-
 bool TaskGroup::run_one_if_stalled() {
   std::unique_lock<std::mutex> lock(state_->mu);
   // A started drainer takes every queued task in turn; only without one can a task starve.
-  if (state_->queue.empty() || state_->started > 0) return false;
-  std::function<void()> task = std::move(state_->queue.front());
-  state_->queue.pop_front();
-  run_task(*state_, task);
-  return true;
+  return state_->started == 0 && run_front(*state_);
 }
 
 void TaskGroup::wait() {
   std::unique_lock<std::mutex> lock(state_->mu);
   for (;;) {
-    while (!state_->queue.empty()) {
-      std::function<void()> task = std::move(state_->queue.front());
-      state_->queue.pop_front();
-      run_task(*state_, task);
+    while (run_front(*state_)) {
     }
     if (state_->running == 0) break;
     // Running tasks wake us when they end; one may queue another task, which we then run.

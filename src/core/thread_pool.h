@@ -89,8 +89,6 @@ class TaskGroup {
   TaskGroup& operator=(const TaskGroup&) = delete;
 
   void run(std::function<void()> task);
-  // Runs one queued task on the calling thread; false when none is queued.
-  bool run_one();
   // Runs one queued task on the calling thread only when no pool thread is working for this
   // group (the pool is busy elsewhere): a waiter that must not steal work a pool thread is
   // about to take, yet must not wait on a pool that will not come.
@@ -100,7 +98,7 @@ class TaskGroup {
  private:
   struct State;
   static void drain(const std::shared_ptr<State>& state);
-  static void run_task(State& state, std::function<void()>& task);
+  static bool run_front(State& state);
 
   ThreadPool& pool_;
   std::shared_ptr<State> state_;  // shared with pool tasks that may start after we are gone
