@@ -29,12 +29,18 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "dataflux/error.h"
 #include "dataflux/object_store.h"
 #include "dataflux/open_store.h"
 #include "dataflux/upload.h"
+
+namespace torch::nn {
+class Module;
+}  // namespace torch::nn
 
 namespace dataflux {
 
@@ -45,6 +51,11 @@ struct CheckpointOptions {
   // The store to use; nullptr = open_store(url, store_options) for each URL's scheme.
   std::shared_ptr<ObjectStore> store;
   StoreOptions store_options;
+  // Loading into a module: the checkpoint must hold exactly the module's parameters and
+  // buffers, with the same shapes, or load() throws InvalidArgument naming every difference
+  // and changes nothing (PyTorch's load_state_dict(strict=True)). false: libtorch's own rules
+  // (a missing entry throws, extra entries are ignored, another shape replaces the tensor's).
+  bool strict = true;
 };
 
 // The sink for OutputArchive::save_to: bytes go to an Uploader as they come. libtorch calls
@@ -101,6 +112,33 @@ void load(torch::serialize::InputArchive& archive, const std::string& url,
 namespace internal {
 // Runs `load` (a libtorch call) and turns its exceptions into Error naming `url`.
 void load_checked(const std::string& url, const std::function<void()>& load);
+// Loads `reader`'s bytes into `module`, first checking, when `strict`, that they hold exactly
+// its parameters and buffers with the same shapes.
+void load_module(torch::nn::Module& module, const CheckpointReader& reader, const std::string& url,
+                 bool strict);
+
+template <typename T, typename = void>
+struct IsModuleHolder : std::false_type {};
+template <typename T>
+struct IsModuleHolder<T, std::void_t<typename T::ContainedType, decltype(std::declval<T&>().ptr())>>
+    : std::true_type {};
+template <typename T>
+struct IsModulePtr : std::false_type {};
+template <typename T>
+struct IsModulePtr<std::shared_ptr<T>> : std::is_base_of<torch::nn::Module, T> {};
+
+// The module inside `value` (a ModuleHolder such as torch::nn::Sequential, or a shared_ptr to
+// a Module), or nullptr for anything else (optimizers, tensors).
+template <typename Value>
+torch::nn::Module* module_in(Value& value) {
+  if constexpr (IsModuleHolder<Value>::value) {
+    return value.ptr().get();
+  } else if constexpr (IsModulePtr<Value>::value) {
+    return value.get();
+  } else {
+    return nullptr;
+  }
+}
 }  // namespace internal
 
 // Anything torch::save accepts: modules, optimizers, tensors, std::vector<Tensor>.
@@ -112,10 +150,15 @@ ObjectMetadata save(const Value& value, const std::string& url,
   return writer.commit();
 }
 
-// Anything torch::load accepts.
+// Anything torch::load accepts. A module is checked against the checkpoint first
+// (CheckpointOptions::strict).
 template <typename Value>
 void load(Value& value, const std::string& url, const CheckpointOptions& options = {}) {
   CheckpointReader reader(url, options);
+  if (torch::nn::Module* module = internal::module_in(value)) {
+    internal::load_module(*module, reader, url, options.strict);
+    return;
+  }
   internal::load_checked(url, [&] { torch::load(value, reader.read_func(), reader.size_func()); });
 }
 

@@ -1,10 +1,14 @@
 // dataflux::save / load and their writer, reader, CheckpointIO and AsyncCheckpointer.
 #include "dataflux/checkpoint.h"
 
+#include <torch/nn/module.h>
+
 #include <algorithm>
 #include <cstring>
+#include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/io_buffer.h"
 #include "core/thread_pool.h"
 #include "dataflux/url.h"
@@ -152,6 +156,66 @@ void internal::load_checked(const std::string& url, const std::function<void()>&
     throw Error(absl::InvalidArgumentError(absl::StrCat(
         "load ", url, ": libtorch could not read the checkpoint into this value: ", what)));
   }
+}
+
+namespace {
+
+std::string shape_text(const torch::Tensor& t) {
+  return absl::StrCat("[", absl::StrJoin(t.sizes(), ", "), "]");
+}
+
+// What differs between `module` (one level, then its children) and the archive it would load.
+void compare(torch::nn::Module& module, torch::serialize::InputArchive& archive,
+             const std::string& prefix, std::vector<std::string>* problems) {
+  std::set<std::string> expected;
+  auto check = [&](const std::string& name, const torch::Tensor& mine, bool is_buffer) {
+    expected.insert(name);
+    torch::Tensor theirs;
+    if (!archive.try_read(name, theirs, is_buffer)) {
+      problems->push_back(absl::StrCat("missing ", prefix, name));
+    } else if (theirs.sizes() != mine.sizes()) {
+      problems->push_back(absl::StrCat(prefix, name, ": checkpoint ", shape_text(theirs),
+                                       ", module ", shape_text(mine)));
+    }
+  };
+  for (const auto& p : module.named_parameters(/*recurse=*/false)) check(p.key(), p.value(), false);
+  for (const auto& b : module.named_buffers(/*recurse=*/false)) check(b.key(), b.value(), true);
+  for (const auto& child : module.named_children()) {
+    if (!child.value()->is_serializable()) continue;
+    expected.insert(child.key());
+    torch::serialize::InputArchive nested;
+    if (!archive.try_read(child.key(), nested)) {
+      problems->push_back(absl::StrCat("missing ", prefix, child.key()));
+      continue;
+    }
+    compare(*child.value(), nested, absl::StrCat(prefix, child.key(), "."), problems);
+  }
+  for (const std::string& key : archive.keys()) {
+    if (expected.count(key) == 0) problems->push_back(absl::StrCat("unexpected ", prefix, key));
+  }
+}
+
+}  // namespace
+
+void internal::load_module(torch::nn::Module& module, const CheckpointReader& reader,
+                           const std::string& url, bool strict) {
+  torch::serialize::InputArchive archive;
+  load_checked(url, [&] { archive.load_from(reader.read_func(), reader.size_func()); });
+  if (strict) {
+    std::vector<std::string> problems;
+    load_checked(url, [&] { compare(module, archive, "", &problems); });
+    if (!problems.empty()) {
+      constexpr std::size_t kShown = 20;
+      const std::size_t more = problems.size() > kShown ? problems.size() - kShown : 0;
+      problems.resize(std::min(problems.size(), kShown));
+      throw Error(absl::InvalidArgumentError(absl::StrCat(
+          "load ", url, ": the checkpoint does not match this module (", absl::StrJoin(problems, "; "),
+          more > 0 ? absl::StrCat("; and ", more, " more") : "",
+          "); nothing was loaded. CheckpointOptions::strict = false applies libtorch's own "
+          "rules instead")));
+    }
+  }
+  load_checked(url, [&] { module.load(archive); });
 }
 
 // --- CheckpointIO -----------------------------------------------------------------------

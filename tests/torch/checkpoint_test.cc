@@ -256,6 +256,48 @@ TEST_P(CheckpointTest, MissingAndMismatchedCheckpointsThrowClearErrors) {
   EXPECT_THROW(save(model, url("dir/"), options_), Error);
 }
 
+// A checkpoint of another architecture: libtorch alone would take other shapes silently and
+// ignore extra entries. Strict (the default) names every difference, as load_state_dict does.
+TEST_P(CheckpointTest, LoadingAnotherArchitectureFailsNamingTheDifferences) {
+  if (GetParam() != "local") GTEST_SKIP() << "independent of the backend";
+  torch::manual_seed(3);
+  torch::nn::Sequential saved(torch::nn::Linear(8, 16), torch::nn::ReLU(), torch::nn::Linear(16, 4));
+  save(saved, url("arch.pt"), options_);
+
+  torch::nn::Sequential same(torch::nn::Linear(8, 16), torch::nn::ReLU(), torch::nn::Linear(16, 4));
+  load(same, url("arch.pt"), options_);  // the same architecture loads, values and all
+  expect_same_parameters(saved, same);
+
+  torch::nn::Sequential other(torch::nn::Linear(8, 32), torch::nn::ReLU(), torch::nn::Linear(32, 4),
+                              torch::nn::Linear(4, 2));
+  const auto before = other->parameters()[0].clone();
+  try {
+    load(other, url("arch.pt"), options_);
+    ADD_FAILURE() << "another architecture loaded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), absl::StatusCode::kInvalidArgument) << e.what();
+    const std::string what = e.what();
+    EXPECT_THAT(what, HasSubstr("arch.pt"));
+    EXPECT_THAT(what, HasSubstr("0.weight: checkpoint [16, 8], module [32, 8]"));
+    EXPECT_THAT(what, HasSubstr("2.weight: checkpoint [4, 16], module [4, 32]"));
+    EXPECT_THAT(what, HasSubstr("missing 3"));
+    EXPECT_THAT(what, HasSubstr("strict"));
+  }
+  EXPECT_TRUE(torch::equal(other->parameters()[0], before));  // nothing was half-loaded
+
+  torch::nn::Sequential fewer(torch::nn::Linear(8, 16));
+  try {
+    load(fewer, url("arch.pt"), options_);
+    ADD_FAILURE() << "a smaller architecture loaded";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("unexpected 2"));
+  }
+  CheckpointOptions lenient = options_;
+  lenient.strict = false;  // libtorch's own rules: extra entries ignored
+  load(fewer, url("arch.pt"), lenient);
+  EXPECT_TRUE(torch::equal(fewer->parameters()[0], saved->parameters()[0]));
+}
+
 TEST_P(CheckpointTest, AWriterDestroyedWithoutCommitLeavesNothing) {
   {
     CheckpointWriter writer(url("partial.pt"), options_);
