@@ -164,10 +164,15 @@ absl::Status Control::apply_fault_json(const std::string& body) {
     fault = Fault::shift_range(static_cast<std::uint64_t>(after));
   } else if (k == "long_range") {
     fault = Fault::long_range(static_cast<std::uint64_t>(after));
+  } else if (k == "lost_reply") {
+    fault = Fault::lost_reply();
+  } else if (k == "corrupt_upload") {
+    fault = Fault::corrupt_upload();
   } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Unknown fault kind \"", k,
-                     "\" (status, reset, break, stall, ignore_range, shift_range, long_range)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Unknown fault kind \"", k,
+        "\" (status, reset, break, stall, ignore_range, shift_range, long_range, lost_reply, "
+        "corrupt_upload)"));
   }
   const double count = number(*doc, "count").value_or(1);
   if (count < 1 || count > 100000) return absl::InvalidArgumentError("Bad count");

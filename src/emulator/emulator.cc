@@ -49,6 +49,8 @@ Fault Fault::break_after(std::uint64_t bytes) { return make_fault(Kind::kBreakAf
 Fault Fault::ignore_range() { return make_fault(Kind::kIgnoreRange); }
 Fault Fault::shift_range(std::uint64_t bytes) { return make_fault(Kind::kShiftRange, bytes); }
 Fault Fault::long_range(std::uint64_t bytes) { return make_fault(Kind::kLongRange, bytes); }
+Fault Fault::lost_reply() { return make_fault(Kind::kLostReply); }
+Fault Fault::corrupt_upload() { return make_fault(Kind::kCorruptUpload); }
 Fault Fault::stall(absl::Duration duration, std::uint64_t after_bytes) {
   Fault f = make_fault(Kind::kStall, after_bytes);
   f.stall_for = duration;
@@ -299,6 +301,24 @@ class Emulator::Impl {
       return deliver(internal::error_reply(fault->http_status, "Injected fault"), {}, res);
     }
     if (fault && fault->kind == Fault::Kind::kReset) return drop(req, res);
+    if (fault && fault->kind == Fault::Kind::kCorruptUpload && !req.body.empty()) {
+      // A server (or proxy) that damages the bytes and does not check the caller's checksums.
+      auto& damaged = const_cast<httplib::Request&>(req);  // handle()'s own local, as in read_body
+      damaged.body.back() = static_cast<char>(damaged.body.back() ^ 0x01);
+      for (const char* h : {"x-goog-hash", "Content-MD5", "x-amz-checksum-crc32c"}) {
+        damaged.headers.erase(h);
+      }
+    }
+    if (fault && fault->kind == Fault::Kind::kLostReply) {
+      // Applied, then the reply is lost: the client cannot tell this from a request that
+      // never arrived.
+      if (s3_route) {
+        (void)s3_.execute(*s3_route, req);
+      } else if (!auth_route) {
+        (void)service_->execute(*route, req);
+      }
+      return drop(req, res);
+    }
     if (auth_route) {
       return deliver(auth_.execute(*auth_route, req, token_uri(), default_email()), fault, res);
     }

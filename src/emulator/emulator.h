@@ -46,6 +46,9 @@ struct Fault {
     kIgnoreRange,  // answer a ranged GET with 200 and the whole object
     kShiftRange,   // answer 206 from `after_bytes` before the first byte asked (after, at 0)
     kLongRange,    // answer 206 running `after_bytes` past the last byte asked (in the object)
+    // Writes:
+    kLostReply,      // apply the request, then close the connection without the response
+    kCorruptUpload,  // store the body with its last byte flipped, ignoring its checksums
   };
   Kind kind = Kind::kStatus;
   int http_status = 503;
@@ -59,6 +62,8 @@ struct Fault {
   static Fault ignore_range();
   static Fault shift_range(std::uint64_t bytes);
   static Fault long_range(std::uint64_t bytes);
+  static Fault lost_reply();
+  static Fault corrupt_upload();
 };
 
 // Authentication mode: an OAuth2 token endpoint, a fake GCE metadata server, and storage

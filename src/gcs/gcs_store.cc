@@ -3,6 +3,7 @@
 // gcs_upload.cc; this file maps the ObjectStore calls onto them and onto the simple requests.
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -10,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "core/absl_view.h"
 #include "core/http_status.h"
+#include "core/log.h"
 #include "core/read_checks.h"
 #include "dataflux/crc32c.h"
 #include "dataflux/gcs.h"
@@ -158,13 +160,20 @@ class GcsStoreImpl : public GcsStore {
           return r;
         },
         idempotent_if(request.if_generation_match.has_value()), context);
-    if (!response.ok()) return response.status();
+    if (!response.ok()) {
+      if (auto ours = applied_before(response.status(), request, data.size(), crc)) {
+        return *ours;
+      }
+      return response.status();
+    }
     auto metadata = internal::parse_object_resource(response->body, request.bucket, context);
     if (!metadata.ok()) return metadata.status();
     if (metadata->crc32c && *metadata->crc32c != crc) {
-      return absl::DataLossError(absl::StrCat(context, ": the stored object's CRC32C is ",
-                                              crc32c_text(*metadata->crc32c), " but ",
-                                              crc32c_text(crc), " was uploaded"));
+      return internal::discard_stored(
+          *client_, *metadata,
+          absl::DataLossError(absl::StrCat(context, ": the stored object's CRC32C is ",
+                                           crc32c_text(*metadata->crc32c), " but ",
+                                           crc32c_text(crc), " was uploaded")));
     }
     return metadata;
   }
@@ -293,6 +302,20 @@ class GcsStoreImpl : public GcsStore {
   }
 
  private:
+  // A 412 to a conditional write may answer a retry whose first copy was applied and its reply
+  // lost (ours, or libcurl's own re-send on a dead keep-alive connection, which we cannot
+  // count). Decided from the stored object: exactly our size and CRC32C is what was asked for.
+  std::optional<ObjectMetadata> applied_before(const absl::Status& failure,
+                                               const WriteObjectRequest& request,
+                                               std::uint64_t size, std::uint32_t crc) {
+    if (failure.code() != absl::StatusCode::kFailedPrecondition) return std::nullopt;
+    auto live = get_object_metadata(request.bucket, request.object);
+    if (!live.ok() || live->size != size || live->crc32c != crc) return std::nullopt;
+    internal::log(LogLevel::kInfo, absl::StrCat(failure.message(), ": the object is the one an "
+                                                "earlier attempt wrote (its reply was lost)"));
+    return *std::move(live);
+  }
+
   absl::StatusOr<ReadObjectResult> wait_for_read(const ReadObjectRequest& request,
                                                  internal::ReadTarget target) {
     if (auto s = validate(request.bucket, request.object, "GET"); !s.ok()) return s;

@@ -35,6 +35,10 @@ std::string pick_multipart_boundary(std::string_view data);
 // header is absent; nullopt when it is malformed.
 std::optional<std::uint64_t> persisted_from_range_header(const std::optional<std::string>& value);
 
+// The server stored other bytes than were sent (`loss` says how): deletes that generation, so
+// the name does not keep a corrupt object, and returns `loss` saying whether it was removed.
+absl::Status discard_stored(GcsClient& client, const ObjectMetadata& stored, absl::Status loss);
+
 class GcsWriteSession : public WriteSession {
  public:
   static absl::StatusOr<std::unique_ptr<WriteSession>> start(std::shared_ptr<GcsClient> client,

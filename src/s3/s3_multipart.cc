@@ -7,6 +7,7 @@
 #include "core/http_status.h"
 #include "core/sigv4.h"
 #include "dataflux/crc32c.h"
+#include "s3/s3_read.h"
 #include "s3/s3_xml.h"
 
 namespace dataflux::internal {
@@ -174,6 +175,16 @@ absl::StatusOr<ObjectMetadata> S3MultipartUpload::complete() {
         absl::Status s = client_->check(r, context);
         return s.ok() ? embedded_error(r.body, context) : s;
       });
+  if (!response.ok() && response.status().code() == absl::StatusCode::kNotFound) {
+    // NoSuchUpload: a re-send (ours or libcurl's) whose first copy completed the upload and
+    // lost its reply. The object is ours when the server holds exactly our size and CRC32C.
+    if (applied_before(meta.size, ours)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      finished_ = true;
+      meta.updated = std::chrono::system_clock::now();
+      return meta;
+    }
+  }
   if (!response.ok()) return response.status();
   auto doc = parse_xml(response->body);
   if (!doc.ok()) return annotate(doc.status(), context);
@@ -195,6 +206,20 @@ absl::StatusOr<ObjectMetadata> S3MultipartUpload::complete() {
   }
   meta.updated = std::chrono::system_clock::now();
   return meta;
+}
+
+bool S3MultipartUpload::applied_before(std::uint64_t size, const std::string& crc_base64) {
+  S3Call head;
+  head.method = "HEAD";
+  head.bucket = request_.bucket;
+  head.key = request_.object;
+  head.headers = {{"x-amz-checksum-mode", "ENABLED"}};
+  auto live = client_->execute(head, Idempotency::kIdempotent,
+                               absl::StrCat("HEAD ", s3_url(request_.bucket, request_.object)));
+  if (!live.ok()) return false;
+  auto crc = full_object_crc32c(*live);
+  return crc && crc32c_to_base64(*crc) == crc_base64 &&
+         live->header("content-length").value_or("") == absl::StrCat(size);
 }
 
 absl::Status S3MultipartUpload::abort() {

@@ -50,6 +50,9 @@ class S3MultipartUpload : public MultipartUpload {
   const std::string& upload_id() const { return upload_id_; }
 
  private:
+  // After a lost reply: whether the live object has exactly this size and CRC32C.
+  bool applied_before(std::uint64_t size, const std::string& crc_base64);
+
   struct Part {
     std::string etag;
     std::uint64_t size = 0;

@@ -129,20 +129,39 @@ class S3StoreImpl : public S3Store {
     call.body_view = data;
     call.sign_payload = false;  // Content-MD5 and the CRC32C protect the bytes
     auto response = client_->execute(call, Idempotency::kIdempotent, context);
-    if (!response.ok()) return response.status();
+    if (!response.ok()) {
+      // A 412 to If-None-Match: * may answer a re-send (ours or libcurl's) whose first copy was
+      // applied and its reply lost: the live object is ours when it has exactly our size and
+      // CRC32C.
+      if (response.status().code() == absl::StatusCode::kFailedPrecondition) {
+        auto live = get_object_metadata(request.bucket, request.object);
+        if (live.ok() && live->size == data.size() && live->crc32c == crc) return *live;
+      }
+      return response.status();
+    }
     // The server checked Content-MD5; a plain ETag is the MD5 of what it stored (not with
     // SSE-KMS, whose ETags are opaque).
     std::string etag = response->header("etag").value_or("");
     if (etag.size() >= 2 && etag.front() == '"') etag = etag.substr(1, etag.size() - 2);
     const bool kms = response->header("x-amz-server-side-encryption").value_or("") == "aws:kms";
+    std::string loss;
     if (!kms && etag.size() == 32 && etag != md5_hex) {
-      return absl::DataLossError(absl::StrCat(context, ": the server's ETag ", etag,
-                                              " is not the MD5 of the data sent (", md5_hex, ")"));
+      loss = absl::StrCat("the server's ETag ", etag, " is not the MD5 of the data sent (",
+                          md5_hex, ")");
+    } else if (auto echoed = internal::full_object_crc32c(*response); echoed && *echoed != crc) {
+      loss = absl::StrCat("the server stored CRC32C ", crc32c_to_base64(*echoed), " but ",
+                          crc32c_to_base64(crc), " was sent");
     }
-    if (auto echoed = internal::full_object_crc32c(*response); echoed && *echoed != crc) {
-      return absl::DataLossError(absl::StrCat(context, ": the server stored CRC32C ",
-                                              crc32c_to_base64(*echoed), " but ",
-                                              crc32c_to_base64(crc), " was sent"));
+    if (!loss.empty()) {
+      // Other bytes than were sent: the name must not keep them.
+      DeleteObjectRequest remove;
+      remove.bucket = request.bucket;
+      remove.object = request.object;
+      const absl::Status deleted = delete_object(remove);
+      return absl::DataLossError(
+          absl::StrCat(context, ": ", loss, "; ",
+                       deleted.ok() ? "the object was deleted"
+                                    : absl::StrCat("deleting it failed too: ", deleted.message())));
     }
     ObjectMetadata meta;
     meta.bucket = request.bucket;

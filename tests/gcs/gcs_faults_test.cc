@@ -96,6 +96,55 @@ TEST_F(GcsFaultsTest, LogLevelOffAndErrorKeepRetriesQuiet) {
   EXPECT_EQ(emu_->request_count("objects.media"), 2u);
 }
 
+// A server (or proxy) that stores other bytes than were sent and does not check the caller's
+// CRC32C (real GCS rejects the write; the client must not depend on that): DataLoss, and no
+// object is left under the name, whether written in one request or as a resumable session.
+TEST_F(GcsFaultsTest, AWriteStoredWithAnotherChecksumLeavesNoObject) {
+  const std::string data = random_bytes(5000, 17);
+  emu_->inject_fault("objects.insert", Fault::corrupt_upload());
+  auto written = store_->write_object(write_request(bucket_, "damaged"), data);
+  EXPECT_EQ(written.status().code(), absl::StatusCode::kDataLoss) << written.status();
+  EXPECT_THAT(std::string(written.status().message()), HasSubstr("the object was deleted"));
+  EXPECT_EQ(store_->get_object_metadata(bucket_, "damaged").status().code(),
+            absl::StatusCode::kNotFound);
+
+  auto session = store_->start_resumable_write(write_request(bucket_, "damaged-session"));
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_TRUE((*session)->write(data).ok());
+  emu_->inject_fault("objects.upload", Fault::corrupt_upload());  // the one chunk, at finish
+  auto finished = (*session)->finish();
+  EXPECT_EQ(finished.status().code(), absl::StatusCode::kDataLoss) << finished.status();
+  EXPECT_THAT(std::string(finished.status().message()), HasSubstr("the object was deleted"));
+  EXPECT_EQ(store_->get_object_metadata(bucket_, "damaged-session").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+// The server applied the write and the reply was lost. With a precondition the write is
+// retried and meets a 412 from its own first copy: that is success, not an error. Without
+// one it is sent once: the caller hears the failure and no second copy is made.
+TEST_F(GcsFaultsTest, AConditionalWriteWhoseReplyWasLostSucceeds) {
+  const std::string data = random_bytes(3000, 23);
+  emu_->inject_fault("objects.insert", Fault::lost_reply());
+  WriteObjectRequest create = write_request(bucket_, "once");
+  create.if_generation_match = 0;
+  auto written = store_->write_object(create, data);
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_EQ(written->size, data.size());
+  EXPECT_EQ(emu_->request_count("objects.insert"), 2u);
+  EXPECT_EQ(emu_->get_object_data(bucket_, "once").value(), data);
+
+  // Someone else's object under the name is still a precondition failure.
+  create.object = "taken";
+  seed_object("taken", "another writer's bytes");
+  EXPECT_EQ(store_->write_object(create, data).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+
+  emu_->inject_fault("objects.insert", Fault::lost_reply());
+  auto unconditional = store_->write_object(write_request(bucket_, "plain"), data);
+  EXPECT_FALSE(unconditional.ok());
+  EXPECT_EQ(emu_->request_count("objects.insert"), 4u);  // sent once, not replayed
+}
+
 TEST_F(GcsFaultsTest, SinkReadRetriesAfter503WithoutLeakingTheErrorBody) {
   std::string data = random_bytes(100000, 2);
   seed_object("obj", data);

@@ -108,6 +108,43 @@ TEST_F(S3StoreTest, KeysRoundTripExactlyAsNamed) {
   EXPECT_TRUE(store_->get_object_metadata(bucket_, "dots/./c").ok());
 }
 
+// Replies lost after S3 applied the request: a retried PUT If-None-Match: * meets its own
+// object (412), a retried CompleteMultipartUpload meets NoSuchUpload; both are success when
+// the live object is exactly ours.
+TEST_F(S3StoreTest, WritesWhoseReplyWasLostSucceed) {
+  DATAFLUX_S3_NEEDS_EMULATOR();
+  const std::string data = random_data(4000, 31);
+  emu_->inject_fault("s3.put", emulator::Fault::lost_reply());
+  WriteObjectRequest create = write("put-once");
+  create.if_generation_match = 0;
+  auto written = store_->write_object(create, data);
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_EQ(emu_->request_count("s3.put"), 2u);
+  EXPECT_EQ(read_all("put-once"), data);
+
+  const std::string big = random_data((5u << 20) + 100, 32);
+  auto upload = store_->start_multipart_upload(write("complete-once"));
+  ASSERT_TRUE(upload.ok()) << upload.status();
+  ASSERT_TRUE((*upload)->upload_part(1, std::string_view(big).substr(0, 5u << 20)).ok());
+  ASSERT_TRUE((*upload)->upload_part(2, std::string_view(big).substr(5u << 20)).ok());
+  emu_->inject_fault("s3.complete_multipart", emulator::Fault::lost_reply());
+  auto completed = (*upload)->complete();
+  ASSERT_TRUE(completed.ok()) << completed.status();
+  EXPECT_EQ(completed->size, big.size());
+  EXPECT_EQ(emu_->request_count("s3.complete_multipart"), 2u);
+  EXPECT_EQ(read_all("complete-once"), big);
+}
+
+TEST_F(S3StoreTest, APutStoredWithOtherBytesLeavesNoObject) {
+  DATAFLUX_S3_NEEDS_EMULATOR();
+  emu_->inject_fault("s3.put", emulator::Fault::corrupt_upload());
+  auto written = store_->write_object(write("damaged"), random_data(3000, 5));
+  EXPECT_EQ(written.status().code(), absl::StatusCode::kDataLoss) << written.status();
+  EXPECT_THAT(std::string(written.status().message()), HasSubstr("the object was deleted"));
+  EXPECT_EQ(store_->get_object_metadata(bucket_, "damaged").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
 TEST_F(S3StoreTest, EmulatorReportsTheStoredCrc32cAndReadsVerifyIt) {
   DATAFLUX_S3_NEEDS_EMULATOR();
   const std::string data = random_data(1000, 2);
