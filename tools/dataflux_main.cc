@@ -27,8 +27,8 @@ constexpr char kUsage[] =
     "Usage:\n"
     "  dataflux cleanup URL [--min-age SECONDS] [--dry-run]\n"
     "      delete leftover temporaries under URL: compose batches (dataflux-composed-objects/)\n"
-    "      and checkpoint parts (*.dataflux-part-*); --min-age spares younger ones (a running\n"
-    "      job's), --dry-run only prints what would be deleted\n"
+    "      and checkpoint parts (*.dataflux-part-*) at least --min-age old (default 3600:\n"
+    "      a running job's are younger; 0 deletes all), --dry-run only prints what would go\n"
     "  dataflux ls URL\n"
     "      list the objects under URL, one NAME<TAB>SIZE line each\n"
     "URL: gs://bucket[/prefix], s3://bucket[/prefix], file:///dir/ or a path.\n";

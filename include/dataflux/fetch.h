@@ -154,9 +154,9 @@ class PrefetchStream {
 
 struct CleanupOptions {
   // Only temporaries at least this old: a running job's compose batches live for seconds and
-  // its checkpoint parts for the length of a save, so a few minutes (or the longest save)
-  // keeps cleanup from racing a job that is running.
-  std::chrono::seconds min_age{0};
+  // its checkpoint parts for the length of a save, so the default (an hour) keeps cleanup from
+  // racing a job that is running. 0 deletes every temporary at once (nothing may be running).
+  std::chrono::seconds min_age{3600};
   // Only objects under this prefix (compose temporaries live at the bucket root, under
   // kComposedObjectsPrefix, so a prefix like "ckpt/" leaves them alone).
   std::string prefix;

@@ -183,7 +183,11 @@ TEST_P(ComposeTest, CleanupDeletesOnlyLeftoverComposites) {
   put(std::string(kComposedObjectsPrefix) + "a", "x");
   put(std::string(kComposedObjectsPrefix) + "b", "y");
   put("keep/me", "z");
-  auto deleted = cleanup(*store_, bucket_);
+  // By default temporaries younger than an hour are spared: a running job may own them.
+  EXPECT_EQ(cleanup(*store_, bucket_).value(), 0u);
+  CleanupOptions now;
+  now.min_age = std::chrono::seconds(0);
+  auto deleted = cleanup(*store_, bucket_, now);
   ASSERT_TRUE(deleted.ok()) << deleted.status();
   EXPECT_EQ(*deleted, 2u);
   EXPECT_TRUE(composites().empty());
@@ -202,6 +206,7 @@ TEST_P(ComposeTest, CleanupAlsoDeletesCheckpointPartsWithinThePrefix) {
   put("ckpt/m.pt", "final");
 
   CleanupOptions dry;
+  dry.min_age = std::chrono::seconds(0);
   dry.dry_run = true;
   std::vector<std::string> reported;
   dry.on_delete = [&](const ObjectMetadata& o) { reported.push_back(o.name); };
@@ -209,19 +214,24 @@ TEST_P(ComposeTest, CleanupAlsoDeletesCheckpointPartsWithinThePrefix) {
   EXPECT_EQ(reported.size(), 3u);
   EXPECT_EQ(stored("ckpt/").size(), 2u);  // nothing deleted
 
-  CleanupOptions only_ckpt;
+  CleanupOptions only_ckpt = dry;
+  only_ckpt.dry_run = false;
+  only_ckpt.on_delete = nullptr;
   only_ckpt.prefix = "ckpt/";
   EXPECT_EQ(cleanup(*store_, bucket_, only_ckpt).value(), 1u);
   EXPECT_EQ(stored("ckpt/").size(), 1u);   // the checkpoint itself stays
   EXPECT_EQ(stored("other/").size(), 1u);  // outside the prefix
   EXPECT_EQ(composites().size(), 1u);      // at the root, outside the prefix
 
-  CleanupOptions composites_only;
+  CleanupOptions composites_only = only_ckpt;
+  composites_only.prefix.clear();
   composites_only.upload_parts = false;
   EXPECT_EQ(cleanup(*store_, bucket_, composites_only).value(), 1u);
   EXPECT_TRUE(composites().empty());
   EXPECT_EQ(stored("other/").size(), 1u);
-  EXPECT_EQ(cleanup(*store_, bucket_).value(), 1u);  // both kinds, everywhere
+  CleanupOptions everything = composites_only;
+  everything.upload_parts = true;
+  EXPECT_EQ(cleanup(*store_, bucket_, everything).value(), 1u);  // both kinds, everywhere
   EXPECT_TRUE(stored("other/").empty());
 }
 
@@ -249,6 +259,7 @@ TEST_P(ComposeTest, ForkedChildComposesOnItsOwnThreads) {
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     // The parent's pool threads do not exist here: a batch queued to them would never run.
+    ::alarm(20);  // a hang ends the child with SIGALRM, which the parent reports
     GcsOptions options;
     options.endpoint = endpoint;
     options.anonymous = true;
@@ -259,15 +270,9 @@ TEST_P(ComposeTest, ForkedChildComposesOnItsOwnThreads) {
     ::_exit(f.status.ok() && f.data == data && child.stats().composes > 0 ? 0 : 1);
   }
   int status = 0;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (::waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      FAIL() << "the child's compose fetch never finished";
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_FALSE(WIFSIGNALED(status)) << "the child's compose fetch never finished (signal "
+                                    << WTERMSIG(status) << ")";
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
   EXPECT_TRUE(composites().empty());

@@ -67,18 +67,18 @@ TEST_F(CliGcsTest, CleanupDeletesBothKindsOfTemporariesAndNothingElse) {
   put("ckpt/epoch-3.pt");
   put("train/0001.jpg");
 
-  CliRun dry = run(env_, "cleanup gs://cli-bucket --dry-run");
+  CliRun dry = run(env_, "cleanup gs://cli-bucket --dry-run --min-age 0");
   ASSERT_EQ(dry.exit_code, 0) << dry.output;
   EXPECT_THAT(dry.output, HasSubstr("would delete gs://cli-bucket/dataflux-composed-objects/"));
   EXPECT_THAT(dry.output, HasSubstr("would delete 3 temporary objects"));
   EXPECT_EQ(names().size(), 5u);  // a dry run deletes nothing
 
-  CliRun young = run(env_, "cleanup gs://cli-bucket/ --min-age 3600");
+  CliRun young = run(env_, "cleanup gs://cli-bucket/");  // by default only those an hour old
   ASSERT_EQ(young.exit_code, 0) << young.output;
   EXPECT_THAT(young.output, HasSubstr("deleted 0 temporary objects"));
   EXPECT_EQ(names().size(), 5u);  // too young: a running job may own them
 
-  CliRun done = run(env_, "cleanup gs://cli-bucket/");
+  CliRun done = run(env_, "cleanup gs://cli-bucket/ --min-age 0");
   ASSERT_EQ(done.exit_code, 0) << done.output;
   EXPECT_THAT(
       done.output,
@@ -91,7 +91,7 @@ TEST_F(CliGcsTest, CleanupUnderAPrefixLeavesTheRestAlone) {
   put("dataflux-composed-objects/0123456789abcdef");
   put("ckpt/a.pt.dataflux-part-0123456789abcdef-00001");
   put("other/b.pt.dataflux-part-0123456789abcdef-00001");
-  CliRun r = run(env_, "cleanup gs://cli-bucket/ckpt/");
+  CliRun r = run(env_, "cleanup gs://cli-bucket/ckpt/ --min-age 0");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("deleted 1 temporary object\n"));
   EXPECT_THAT(names(), UnorderedElementsAre("dataflux-composed-objects/0123456789abcdef",
@@ -127,7 +127,7 @@ TEST(CliLocalTest, CleanupWorksOnALocalDirectory) {
   for (const char* name : {"/ckpt/m.pt", "/ckpt/m.pt.dataflux-part-0123456789abcdef-00007"}) {
     std::ofstream(dir + name) << "bytes";
   }
-  CliRun r = run("", "cleanup file://" + dir + "/");
+  CliRun r = run("", "cleanup file://" + dir + "/ --min-age 0");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("deleted 1 temporary object\n"));
   EXPECT_TRUE(std::filesystem::exists(dir + "/ckpt/m.pt"));
