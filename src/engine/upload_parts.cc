@@ -61,7 +61,17 @@ absl::StatusOr<ObjectMetadata> publish(
     ObjectStore& store, const std::string& bucket, const std::string& object,
     std::optional<std::int64_t> if_generation_match, std::uint64_t size, std::uint32_t crc,
     const std::function<absl::StatusOr<ObjectMetadata>(std::optional<std::int64_t>)>& write) {
-  if (if_generation_match) return write(if_generation_match);
+  if (if_generation_match) {
+    auto result = write(if_generation_match);
+    if (result.ok() || result.status().code() != absl::StatusCode::kFailedPrecondition) {
+      return result;
+    }
+    // The caller's precondition met our own first copy, whose reply was lost: the live object
+    // is ours when it has exactly our size and CRC32C.
+    auto live = store.get_object_metadata(bucket, object);
+    if (live.ok() && live->size == size && live->crc32c == crc) return live;
+    return result;
+  }
   const bool generations = store.capabilities().generations;
   absl::StatusOr<ObjectMetadata> result = absl::UnknownError("not attempted");
   for (int attempt = 0; attempt < 3; ++attempt) {
@@ -215,6 +225,12 @@ absl::StatusOr<ObjectMetadata> ComposeMultipartUpload::complete() {
         next[g].size += level[i].size;
       }
       auto made = store_->compose_object(compose);
+      if (!made.ok() && made.status().code() == absl::StatusCode::kFailedPrecondition) {
+        // A re-send meeting its own first copy (the reply was lost): ours when it has exactly
+        // this size and CRC32C, since the name is this upload's own.
+        auto live = store_->get_object_metadata(request_.bucket, next[g].name);
+        if (live.ok() && live->size == next[g].size && live->crc32c == next[g].crc) made = live;
+      }
       if (!made.ok()) {
         return with_context(made.status(), absl::StrCat("upload ", url_, ": compose of parts ",
                                                         begin + 1, "-", end, " at depth ", depth));

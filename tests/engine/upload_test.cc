@@ -227,6 +227,27 @@ TEST_P(UploadFaultTest, TransientPartFailuresAreRetriedAndTheResultIsExact) {
   EXPECT_THAT(all_names(), UnorderedElementsAre("faulty.pt"));
 }
 
+// Every compose of a tree upload has its reply lost after GCS applied it: the retries meet
+// their own earlier copies (412 to ifGenerationMatch) and take them as done, so the upload
+// completes exactly and leaves no temporary behind, with or without the caller's precondition.
+TEST_P(UploadFaultTest, ComposesWhoseRepliesWereLostComplete) {
+  for (bool conditional : {false, true}) {
+    UploadOptions o = small_parts(UploadStrategy::kParts, 8);
+    o.part_size = 16 << 10;
+    if (conditional) o.if_generation_match = 0;
+    const std::string name = conditional ? "lost-if-absent.pt" : "lost.pt";
+    const std::string data = random_bytes(70 * (16 << 10) + 99, 5);  // 71 parts: depth 2
+    for (int i = 0; i < 4; ++i) emu_->inject_fault("objects.compose", emulator::Fault::lost_reply());
+    auto up = uploader(name, o);
+    ASSERT_TRUE(write_uneven(*up, data).ok());
+    auto meta = up->commit();
+    ASSERT_TRUE(meta.ok()) << meta.status();
+    EXPECT_EQ(emu_->pending_faults("objects.compose"), 0u);
+    EXPECT_EQ(stored(name), data);
+  }
+  EXPECT_THAT(all_names(), UnorderedElementsAre("lost.pt", "lost-if-absent.pt"));
+}
+
 TEST_P(UploadFaultTest, ASmallCheckpointIsOneRetriedRequest) {
   emu_->inject_fault("objects.insert", emulator::Fault::status(503));
   emu_->inject_fault("objects.insert", emulator::Fault::break_after(5));
