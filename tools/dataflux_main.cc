@@ -80,9 +80,22 @@ int run_cleanup(const Target& t, dataflux::CleanupOptions options) {
     std::printf("%s %s\n", verb, t.store->url(t.url.bucket, object.name).c_str());
     std::fflush(stdout);
   };
-  auto deleted = dataflux::cleanup(*t.store, t.url.bucket, options);
-  if (!deleted.ok()) return fail(deleted.status());
-  std::printf("%s %zu temporary object%s\n", verb, *deleted, *deleted == 1 ? "" : "s");
+  std::size_t aborted = 0;
+  options.on_abort = [&](const dataflux::PendingUpload& upload) {
+    ++aborted;
+    std::printf("%s the unfinished upload of %s\n", options.dry_run ? "would abort" : "aborted",
+                t.store->url(t.url.bucket, upload.object).c_str());
+    std::fflush(stdout);
+  };
+  auto removed = dataflux::cleanup(*t.store, t.url.bucket, options);
+  if (!removed.ok()) return fail(removed.status());
+  const std::size_t deleted = *removed - aborted;
+  std::printf("%s %zu temporary object%s", verb, deleted, deleted == 1 ? "" : "s");
+  if (aborted > 0) {
+    std::printf(", %s %zu unfinished upload%s", options.dry_run ? "would abort" : "aborted",
+                aborted, aborted == 1 ? "" : "s");
+  }
+  std::printf("\n");
   return 0;
 }
 

@@ -162,14 +162,20 @@ struct CleanupOptions {
   std::string prefix;
   bool composed_objects = true;  // compose temporaries: everything under kComposedObjectsPrefix
   bool upload_parts = true;      // checkpoint parts: names containing ".dataflux-part-"
-  bool dry_run = false;          // report what would be deleted, delete nothing
+  // Uploads started under the prefix and never finished (S3 multipart uploads of a crashed
+  // save: invisible to listings, billed until aborted): aborted.
+  bool pending_uploads = true;
+  bool dry_run = false;  // report what would be deleted, delete nothing
   // Called for every object deleted (or, on a dry run, that would be).
   std::function<void(const ObjectMetadata&)> on_delete;
+  // Called for every unfinished upload aborted (or, on a dry run, that would be).
+  std::function<void(const PendingUpload&)> on_abort;
 };
 
 // Deletes the temporary objects a crashed job can leave behind in `bucket`: compose batches
 // (kComposedObjectsPrefix) and the Uploader's checkpoint parts ("<object>.dataflux-part-...",
-// see upload.h). Returns how many it deleted (on a dry run: would delete); objects that vanish
+// see upload.h), and aborts the uploads it started and never finished (S3 multipart). Returns
+// how many objects and uploads it removed (on a dry run: would remove); objects that vanish
 // meanwhile are not counted. The first failure names the object. `dataflux cleanup URL` is
 // this function on the command line.
 absl::StatusOr<std::size_t> cleanup(ObjectStore& store, const std::string& bucket,

@@ -181,6 +181,14 @@ struct DeleteObjectRequest {
   std::optional<std::int64_t> if_generation_match;  // delete only this generation
 };
 
+// An upload a writer started and never completed or aborted (an S3 multipart upload): not an
+// object, invisible to listings, yet holding storage until someone aborts it.
+struct PendingUpload {
+  std::string object;  // the name it would have been published under
+  std::string id;      // the store's handle for it (kept out of messages: a capability)
+  std::chrono::system_clock::time_point started{};
+};
+
 struct StoreCapabilities {
   bool compose = false;            // ComposeObject is supported
   int max_compose_sources = 0;     // per ComposeObject request (GCS: 32)
@@ -243,6 +251,13 @@ class ObjectStore {
   // Only where capabilities().multipart_upload; the default answers Unimplemented.
   virtual absl::StatusOr<std::unique_ptr<MultipartUpload>> start_multipart_upload(
       const WriteObjectRequest& request);
+
+  // Uploads started under `prefix` and never completed or aborted, for cleanup. The default has
+  // none to show (GCS resumable sessions expire by themselves after a week).
+  virtual absl::StatusOr<std::vector<PendingUpload>> list_pending_uploads(
+      const std::string& bucket, const std::string& prefix);
+  virtual absl::Status abort_pending_upload(const std::string& bucket,
+                                            const PendingUpload& upload);
 
   virtual absl::StatusOr<ObjectMetadata> compose_object(const ComposeObjectRequest& request) = 0;
   virtual absl::StatusOr<ObjectMetadata> copy_object(const CopyObjectRequest& request) = 0;

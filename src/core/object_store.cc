@@ -12,6 +12,18 @@ void ObjectStore::read_object_async(const ReadObjectRequest& request, char* buff
   });
 }
 
+absl::StatusOr<std::vector<PendingUpload>> ObjectStore::list_pending_uploads(
+    const std::string& /*bucket*/, const std::string& /*prefix*/) {
+  return std::vector<PendingUpload>();
+}
+
+absl::Status ObjectStore::abort_pending_upload(const std::string& bucket,
+                                               const PendingUpload& upload) {
+  return absl::UnimplementedError(absl::StrCat("the ", std::string(backend()),
+                                               " store has no pending uploads to abort (",
+                                               url(bucket, upload.object), ")"));
+}
+
 absl::StatusOr<std::unique_ptr<MultipartUpload>> ObjectStore::start_multipart_upload(
     const WriteObjectRequest& request) {
   return absl::UnimplementedError(absl::StrCat("the ", std::string(backend()),

@@ -1,6 +1,7 @@
 #include "emulator/s3_routes.h"
 
 #include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/escaping.h"
@@ -137,6 +138,9 @@ std::optional<S3Route> resolve_s3_route(const httplib::Request& req,
     r.key = absl::StrJoin(rest, "/");
   }
   if (r.key.empty()) {
+    if (m == "GET" && req.has_param("uploads")) {
+      return set(S3RouteKind::kListMultipartUploads, "s3.list_multipart_uploads");
+    }
     if (m == "GET") return set(S3RouteKind::kListObjects, "s3.list");
     if (m == "PUT") return set(S3RouteKind::kCreateBucket, "s3.create_bucket");
     if (m == "HEAD") return set(S3RouteKind::kHeadBucket, "s3.head_bucket");
@@ -311,6 +315,8 @@ Reply S3Service::execute(const S3Route& route, const httplib::Request& req) {
       return complete_multipart(route, req);
     case S3RouteKind::kAbortMultipart:
       return abort_multipart(route, req);
+    case S3RouteKind::kListMultipartUploads:
+      return list_multipart_uploads(route, req);
   }
   return s3_error_reply(501, "NotImplemented", "Not implemented");
 }
@@ -533,6 +539,7 @@ Reply S3Service::create_multipart(const S3Route& route, const httplib::Request& 
                           "x-amz-checksum-type requires x-amz-checksum-algorithm.");
   }
   upload.full_object = type == "FULL_OBJECT";
+  upload.initiated_us = absl::ToUnixMicros(absl::Now());
   std::string id;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -690,6 +697,64 @@ Reply S3Service::abort_multipart(const S3Route& route, const httplib::Request& r
   Reply r;
   r.status = 204;
   return r;
+}
+
+// ListMultipartUploads, as S3 answers it: uploads under `prefix` in key order (then by when
+// they started), at most max-uploads (1000) a page, resumed from key-marker/upload-id-marker.
+Reply S3Service::list_multipart_uploads(const S3Route& route, const httplib::Request& req) {
+  if (!store_->get_bucket(route.bucket).ok()) return store_error(absl::NotFoundError(""), route);
+  const std::string prefix = req.get_param_value("prefix");
+  const std::string key_marker = req.get_param_value("key-marker");
+  const std::string id_marker = req.get_param_value("upload-id-marker");
+  std::size_t max_uploads = 1000;
+  if (req.has_param("max-uploads")) {
+    auto n = parse_u64(req.get_param_value("max-uploads"));
+    if (!n) return s3_error_reply(400, "InvalidArgument", "max-uploads must be a number");
+    max_uploads = static_cast<std::size_t>(std::min<std::uint64_t>(*n, 1000));
+  }
+  struct Entry {
+    std::string key, id;
+    std::int64_t initiated_us;
+  };
+  std::vector<Entry> found;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, u] : uploads_) {
+      if (u.bucket != route.bucket || u.key.compare(0, prefix.size(), prefix) != 0) continue;
+      found.push_back({u.key, id, u.initiated_us});
+    }
+  }
+  std::sort(found.begin(), found.end(), [](const Entry& a, const Entry& b) {
+    return std::tie(a.key, a.initiated_us, a.id) < std::tie(b.key, b.initiated_us, b.id);
+  });
+  std::string body = absl::StrCat("<ListMultipartUploadsResult", kNamespace, "><Bucket>",
+                                  x(route.bucket), "</Bucket><Prefix>", x(prefix), "</Prefix>");
+  std::size_t listed = 0;
+  bool truncated = false;
+  std::string next_key, next_id;
+  for (const Entry& e : found) {
+    if (!key_marker.empty() &&
+        (e.key < key_marker || (e.key == key_marker && (id_marker.empty() || e.id <= id_marker)))) {
+      continue;
+    }
+    if (listed == max_uploads) {
+      truncated = true;
+      break;
+    }
+    absl::StrAppend(&body, "<Upload><Key>", x(e.key), "</Key><UploadId>", x(e.id),
+                    "</UploadId><Initiated>", iso8601(e.initiated_us),
+                    "</Initiated><StorageClass>STANDARD</StorageClass></Upload>");
+    next_key = e.key;
+    next_id = e.id;
+    ++listed;
+  }
+  absl::StrAppend(&body, "<IsTruncated>", truncated ? "true" : "false", "</IsTruncated>");
+  if (truncated) {
+    absl::StrAppend(&body, "<NextKeyMarker>", x(next_key), "</NextKeyMarker><NextUploadIdMarker>",
+                    x(next_id), "</NextUploadIdMarker>");
+  }
+  absl::StrAppend(&body, "</ListMultipartUploadsResult>");
+  return xml_reply(200, std::move(body));
 }
 
 }  // namespace dataflux::emulator::internal

@@ -39,6 +39,7 @@ enum class S3RouteKind {
   kUploadPart,
   kCompleteMultipart,
   kAbortMultipart,
+  kListMultipartUploads,
 };
 
 struct S3Route {
@@ -80,6 +81,7 @@ class S3Service {
     // x-amz-checksum-type: FULL_OBJECT: the object's checksum is the CRC32C of all its bytes
     // (checked against the one CompleteMultipartUpload sends), not a checksum of checksums.
     bool full_object = false;
+    std::int64_t initiated_us = 0;
     std::map<int, Part> parts;
   };
 
@@ -94,6 +96,7 @@ class S3Service {
   Reply upload_part(const S3Route& route, const httplib::Request& req);
   Reply complete_multipart(const S3Route& route, const httplib::Request& req);
   Reply abort_multipart(const S3Route& route, const httplib::Request& req);
+  Reply list_multipart_uploads(const S3Route& route, const httplib::Request& req);
   // The S3 error for a Store status about bucket/key (NoSuchBucket vs NoSuchKey...).
   Reply store_error(const absl::Status& status, const S3Route& route);
 

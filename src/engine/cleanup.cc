@@ -1,6 +1,6 @@
-// cleanup(): deletes the temporary objects a crashed job leaves behind, both kinds in one pass
-// over the listing: compose batches (kComposedObjectsPrefix) and checkpoint parts
-// ("<object>.dataflux-part-...").
+// cleanup(): deletes what a crashed job leaves behind: the temporary objects, both kinds in one
+// pass over the listing (compose batches under kComposedObjectsPrefix, checkpoint parts
+// "<object>.dataflux-part-..."), then the uploads it started and never finished (S3 multipart).
 #include <atomic>
 #include <mutex>
 #include <vector>
@@ -34,13 +34,30 @@ bool is_candidate(const ObjectMetadata& object, const CleanupOptions& options) {
   return options.upload_parts && internal::is_upload_part_name(object.name);
 }
 
-}  // namespace
+// Aborts the uploads started under the prefix at least min_age ago and never finished (S3
+// multipart uploads of a crashed save), counting them into *done.
+absl::Status abort_pending(ObjectStore& store, const std::string& bucket,
+                           const CleanupOptions& options,
+                           std::chrono::system_clock::time_point cutoff, std::size_t* done) {
+  auto pending = store.list_pending_uploads(bucket, options.prefix);
+  if (!pending.ok()) return pending.status();
+  for (const PendingUpload& upload : *pending) {
+    if (upload.started > cutoff) continue;  // a save that may still be running
+    if (!options.dry_run) {
+      if (absl::Status s = store.abort_pending_upload(bucket, upload); !s.ok()) return s;
+    }
+    ++*done;
+    if (options.on_abort) options.on_abort(upload);
+  }
+  return absl::OkStatus();
+}
 
-absl::StatusOr<std::size_t> cleanup(ObjectStore& store, const std::string& bucket,
-                                    CleanupOptions options) {
+// Deletes the temporary objects (compose batches, checkpoint parts) listed under the prefix.
+absl::StatusOr<std::size_t> objects_cleanup(ObjectStore& store, const std::string& bucket,
+                                            const CleanupOptions& options,
+                                            std::chrono::system_clock::time_point cutoff) {
   const auto prefix = listing_prefix(options);
   if (!prefix) return 0;
-  const auto cutoff = std::chrono::system_clock::now() - options.min_age;
   std::atomic<std::size_t> deleted{0};
   std::mutex report_mu;  // on_delete is called from several threads, one at a time
   ListObjectsRequest list;
@@ -82,6 +99,18 @@ absl::StatusOr<std::size_t> cleanup(ObjectStore& store, const std::string& bucke
     list.page_token = page->next_page_token;
   } while (!list.page_token.empty());
   return deleted.load();
+}
+
+}  // namespace
+
+absl::StatusOr<std::size_t> cleanup(ObjectStore& store, const std::string& bucket,
+                                    CleanupOptions options) {
+  const auto cutoff = std::chrono::system_clock::now() - options.min_age;
+  auto deleted = objects_cleanup(store, bucket, options, cutoff);
+  if (!deleted.ok() || !options.pending_uploads) return deleted;
+  std::size_t done = *deleted;
+  if (absl::Status s = abort_pending(store, bucket, options, cutoff, &done); !s.ok()) return s;
+  return done;
 }
 
 }  // namespace dataflux

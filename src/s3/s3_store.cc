@@ -237,6 +237,56 @@ class S3StoreImpl : public S3Store {
     return client_->execute(call, Idempotency::kIdempotent, context).status();
   }
 
+  // ListMultipartUploads under `prefix`, every page.
+  absl::StatusOr<std::vector<PendingUpload>> list_pending_uploads(
+      const std::string& bucket, const std::string& prefix) override {
+    const std::string context =
+        absl::StrCat("ListMultipartUploads ", internal::s3_url(bucket, prefix));
+    std::vector<PendingUpload> out;
+    std::string key_marker, id_marker;
+    for (;;) {
+      S3Call call;
+      call.bucket = bucket;
+      call.query = {{"uploads", ""}, {"prefix", prefix}};
+      if (!key_marker.empty()) {
+        call.query.emplace_back("key-marker", key_marker);
+        call.query.emplace_back("upload-id-marker", id_marker);
+      }
+      auto response = client_->execute(call, Idempotency::kIdempotent, context);
+      if (!response.ok()) return response.status();
+      auto doc = internal::parse_xml(response->body);
+      if (!doc.ok()) return internal::annotate(doc.status(), context);
+      for (const auto* u : doc->children_named("Upload")) {
+        PendingUpload p;
+        p.object = u->child_text("Key");
+        p.id = u->child_text("UploadId");
+        p.started = internal::parse_s3_time(u->child_text("Initiated"));
+        out.push_back(std::move(p));
+      }
+      if (doc->child_text("IsTruncated") != "true") return out;
+      key_marker = doc->child_text("NextKeyMarker");
+      id_marker = doc->child_text("NextUploadIdMarker");
+      if (key_marker.empty()) {
+        return absl::InternalError(absl::StrCat(context, ": a truncated page without a marker"));
+      }
+    }
+  }
+
+  absl::Status abort_pending_upload(const std::string& bucket,
+                                    const PendingUpload& upload) override {
+    S3Call call;
+    call.method = "DELETE";
+    call.bucket = bucket;
+    call.key = upload.object;
+    call.query = {{"uploadId", upload.id}};
+    auto response = client_->execute(
+        call, Idempotency::kIdempotent,
+        absl::StrCat("AbortMultipartUpload ", internal::s3_url(bucket, upload.object)));
+    // Gone already (completed or aborted meanwhile): nothing left to abort.
+    if (response.status().code() == absl::StatusCode::kNotFound) return absl::OkStatus();
+    return response.status();
+  }
+
   absl::Status delete_objects(const std::string& bucket,
                               const std::vector<std::string>& objects) override {
     for (std::size_t begin = 0; begin < objects.size(); begin += kDeleteBatch) {

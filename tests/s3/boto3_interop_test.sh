@@ -82,6 +82,16 @@ s3.complete_multipart_upload(Bucket=bucket, Key="mpu", UploadId=mpu["UploadId"],
                              MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e1},
                                                         {"PartNumber": 2, "ETag": e2}]})
 assert s3.get_object(Bucket=bucket, Key="mpu")["Body"].read() == p1 + p2
+# Unfinished uploads are listed (as cleanup lists them), by prefix, and gone once aborted.
+left = s3.create_multipart_upload(Bucket=bucket, Key="crashed/save.pt")
+s3.upload_part(Bucket=bucket, Key="crashed/save.pt", UploadId=left["UploadId"], PartNumber=1,
+               Body=b"part")
+listed = s3.list_multipart_uploads(Bucket=bucket, Prefix="crashed/")
+assert [(u["Key"], u["UploadId"]) for u in listed["Uploads"]] == \
+    [("crashed/save.pt", left["UploadId"])], listed
+assert "Initiated" in listed["Uploads"][0], listed
+s3.abort_multipart_upload(Bucket=bucket, Key="crashed/save.pt", UploadId=left["UploadId"])
+assert not s3.list_multipart_uploads(Bucket=bucket, Prefix="crashed/").get("Uploads"), "not aborted"
 try:
     s3.get_object(Bucket=bucket, Key="missing")
     sys.exit("GET of a missing key succeeded")

@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "dataflux/crc32c.h"
+#include "dataflux/fetch.h"
 #include "dataflux/list_prefixes.h"
 #include "dataflux/open_store.h"
 #include "s3/s3_client.h"
@@ -133,6 +134,54 @@ TEST_F(S3StoreTest, WritesWhoseReplyWasLostSucceed) {
   EXPECT_EQ(completed->size, big.size());
   EXPECT_EQ(emu_->request_count("s3.complete_multipart"), 2u);
   EXPECT_EQ(read_all("complete-once"), big);
+}
+
+// A save that crashed mid-upload leaves an S3 multipart upload: no object, invisible to
+// listings, its parts billed until aborted. cleanup() finds and aborts it (not a younger one,
+// by default), within its prefix only.
+TEST_F(S3StoreTest, CleanupAbortsUnfinishedMultipartUploads) {
+  DATAFLUX_S3_NEEDS_EMULATOR();
+  auto client = internal::S3Client::create(options()).value();
+  auto start = [&](const std::string& key) {
+    internal::S3Call call;
+    call.method = "POST";
+    call.bucket = bucket_;
+    call.key = key;
+    call.query = {{"uploads", ""}};
+    auto r = client->execute(call, internal::Idempotency::kIdempotent, "create");
+    ASSERT_TRUE(r.ok()) << r.status();
+    internal::S3Call part;
+    part.method = "PUT";
+    part.bucket = bucket_;
+    part.key = key;
+    part.query = {{"partNumber", "1"},
+                  {"uploadId", internal::parse_xml(r->body)->child_text("UploadId")}};
+    part.body = "a part of a save that crashed";
+    ASSERT_TRUE(client->execute(part, internal::Idempotency::kIdempotent, "part").ok());
+  };
+  start("ckpt/epoch-1.pt");
+  start("ckpt/epoch-2.pt");
+  start("other/x.pt");
+  auto pending = store_->list_pending_uploads(bucket_, "ckpt/");
+  ASSERT_TRUE(pending.ok()) << pending.status();
+  ASSERT_EQ(pending->size(), 2u);
+  EXPECT_EQ((*pending)[0].object, "ckpt/epoch-1.pt");
+
+  CleanupOptions options;
+  options.prefix = "ckpt/";
+  EXPECT_EQ(cleanup(*store_, bucket_, options).value(), 0u);  // young: a save may be running
+  options.min_age = std::chrono::seconds(0);
+  options.dry_run = true;
+  std::vector<std::string> reported;
+  options.on_abort = [&](const PendingUpload& u) { reported.push_back(u.object); };
+  EXPECT_EQ(cleanup(*store_, bucket_, options).value(), 2u);
+  EXPECT_EQ(store_->list_pending_uploads(bucket_, "ckpt/")->size(), 2u);  // a dry run aborts none
+  options.dry_run = false;
+  EXPECT_EQ(cleanup(*store_, bucket_, options).value(), 2u);
+  EXPECT_TRUE(store_->list_pending_uploads(bucket_, "ckpt/")->empty());
+  EXPECT_EQ(store_->list_pending_uploads(bucket_, "")->size(), 1u);  // outside the prefix
+  EXPECT_EQ(reported, (std::vector<std::string>{"ckpt/epoch-1.pt", "ckpt/epoch-2.pt",
+                                                "ckpt/epoch-1.pt", "ckpt/epoch-2.pt"}));
 }
 
 TEST_F(S3StoreTest, APutStoredWithOtherBytesLeavesNoObject) {
