@@ -97,7 +97,14 @@ void FetcherImpl::compose_batch(const std::shared_ptr<FetchGroup>& group,
     ThreadPool::blocking().run([self, group, items, bytes] {
       // Fall-back reads are queued before this job releases its slot, so wait_idle() never
       // sees a moment with nothing outstanding while work remains.
-      for (std::size_t i : self->run_compose(group, items)) self->read_direct(group, i);
+      std::vector<std::size_t> direct;
+      try {
+        direct = self->run_compose(group, items);
+      } catch (...) {  // a store that throws: the batch is read object by object instead
+        log(LogLevel::kWarning, absl::StrCat("compose batch: ", thrown_by_store().message()));
+        direct = items;
+      }
+      for (std::size_t i : direct) self->read_direct(group, i);
       self->release(bytes);
     });
   };
@@ -121,10 +128,10 @@ std::vector<std::size_t> FetcherImpl::run_compose(const std::shared_ptr<FetchGro
   }
   auto composite = store_->compose_object(compose);
   if (!composite.ok()) {
-    log(LogLevel::kWarning, absl::StrCat("compose of ", items.size(), " objects into ",
-                                         store_->url(bucket_, compose.destination), " failed (",
-                                         composite.status().message(),
-                                         "): reading them one by one"));
+    log(LogLevel::kWarning,
+        absl::StrCat("compose of ", items.size(), " objects into ",
+                     store_->url(bucket_, compose.destination), " failed (",
+                     composite.status().message(), "): reading them one by one"));
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.compose_fallbacks;
     // No permission (a read-only bucket): stop trying; anything else may be transient.
@@ -188,13 +195,14 @@ std::vector<std::size_t> FetcherImpl::run_compose(const std::shared_ptr<FetchGro
   }
   if (!deleted.ok() && deleted.code() != absl::StatusCode::kNotFound) {
     log(LogLevel::kWarning, absl::StrCat("temporary composite left behind (dataflux cleanup "
-                                         "removes it): ", deleted.message()));
+                                         "removes it): ",
+                                         deleted.message()));
   }
   if (!complete) {
     log(LogLevel::kWarning,
-        absl::StrCat("reading composite ", store_->url(bucket_, compose.destination),
-                     " failed (", result.ok() ? "short" : result.status().message(),
-                     "): reading its ", items.size(), " objects one by one"));
+        absl::StrCat("reading composite ", store_->url(bucket_, compose.destination), " failed (",
+                     result.ok() ? "short" : result.status().message(), "): reading its ",
+                     items.size(), " objects one by one"));
   } else if (!fallback.empty()) {
     log(LogLevel::kWarning, absl::StrCat(fallback.size(), " slices of composite ",
                                          store_->url(bucket_, compose.destination),

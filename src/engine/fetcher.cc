@@ -99,6 +99,17 @@ FetchStats FetcherImpl::stats() const {
   return stats_;
 }
 
+absl::Status thrown_by_store() {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    return absl::InternalError(
+        absl::StrCat("the store threw instead of returning a status: ", e.what()));
+  } catch (...) {
+    return absl::InternalError("the store threw instead of returning a status");
+  }
+}
+
 void FetcherImpl::read_direct(const std::shared_ptr<FetchGroup>& group, std::size_t i) {
   const FetchTarget& target = group->targets()[i];
   if (target.object.size == 0) {
@@ -124,19 +135,28 @@ void FetcherImpl::read_direct(const std::shared_ptr<FetchGroup>& group, std::siz
       ++self->stats_.direct_reads;
     }
     const std::uint64_t size = t.object.size;
-    self->store_->read_object_async(
-        request, t.buffer, static_cast<std::size_t>(size),
-        [self, group, i, size](absl::StatusOr<ReadObjectResult> result) {
-          const FetchTarget& t = group->targets()[i];
-          absl::Status status = self->explain_gone(t, result.status());
-          if (result.ok() && result->bytes != size) {
-            status = absl::DataLossError(absl::StrCat(
-                "fetch ", self->store_->url(self->bucket_, t.object.name), ": read ", result->bytes,
-                " bytes but the listing says ", size, " (changed since it was listed?)"));
-          }
-          group->item_done(i, status);
-          self->release(size);
-        });
+    try {
+      self->store_->read_object_async(
+          request, t.buffer, static_cast<std::size_t>(size),
+          [self, group, i, size](absl::StatusOr<ReadObjectResult> result) {
+            const FetchTarget& t = group->targets()[i];
+            absl::Status status = self->explain_gone(t, result.status());
+            if (result.ok() && result->bytes != size) {
+              status = absl::DataLossError(
+                  absl::StrCat("fetch ", self->store_->url(self->bucket_, t.object.name), ": read ",
+                               result->bytes, " bytes but the listing says ", size,
+                               " (changed since it was listed?)"));
+            }
+            group->item_done(i, status);
+            self->release(size);
+          });
+    } catch (...) {
+      group->item_done(
+          i, absl::Status(absl::StatusCode::kInternal,
+                          absl::StrCat("fetch ", self->store_->url(self->bucket_, t.object.name),
+                                       ": ", thrown_by_store().message())));
+      self->release(size);
+    }
   };
   enqueue(std::move(job));
 }
@@ -205,31 +225,39 @@ void FetcherImpl::read_ranges(const std::shared_ptr<FetchGroup>& group, std::siz
         std::lock_guard<std::mutex> lock(self->mu_);
         ++self->stats_.ranged_reads;
       }
-      self->store_->read_object_async(
-          request, t.buffer + offset, static_cast<std::size_t>(length),
-          [self, group, i, ranges, k, offset, length](absl::StatusOr<ReadObjectResult> result) {
-            const FetchTarget& t = group->targets()[i];
-            auto what = [&] {
-              return absl::StrCat("fetch ", self->store_->url(self->bucket_, t.object.name),
-                                  ": range ", offset, "-", offset + length - 1);
-            };
-            absl::Status status = self->explain_gone(t, result.status());
-            if (!status.ok()) {
-              status = absl::Status(status.code(), absl::StrCat(what(), ": ", status.message()));
-            } else if (result->bytes != length) {
-              status = absl::DataLossError(absl::StrCat(what(), ": read ", result->bytes,
-                                                        " bytes (changed since it was listed?)"));
-            }
-            // Checksummed on the shared pool (CPU work off the transport's loop thread, which
-            // would otherwise checksum every range in turn), combined once the last is in.
-            if (status.ok() && t.object.crc32c) {
-              ThreadPool::shared().run([self, group, i, ranges, k, offset, length] {
-                self->range_done(group, i, ranges, k, offset, length, absl::OkStatus());
-              });
-            } else {
-              self->range_done(group, i, ranges, k, offset, length, status);
-            }
-          });
+      try {
+        self->store_->read_object_async(
+            request, t.buffer + offset, static_cast<std::size_t>(length),
+            [self, group, i, ranges, k, offset, length](absl::StatusOr<ReadObjectResult> result) {
+              const FetchTarget& t = group->targets()[i];
+              auto what = [&] {
+                return absl::StrCat("fetch ", self->store_->url(self->bucket_, t.object.name),
+                                    ": range ", offset, "-", offset + length - 1);
+              };
+              absl::Status status = self->explain_gone(t, result.status());
+              if (!status.ok()) {
+                status = absl::Status(status.code(), absl::StrCat(what(), ": ", status.message()));
+              } else if (result->bytes != length) {
+                status = absl::DataLossError(absl::StrCat(what(), ": read ", result->bytes,
+                                                          " bytes (changed since it was listed?)"));
+              }
+              // Checksummed on the shared pool (CPU work off the transport's loop thread, which
+              // would otherwise checksum every range in turn), combined once the last is in.
+              if (status.ok() && t.object.crc32c) {
+                ThreadPool::shared().run([self, group, i, ranges, k, offset, length] {
+                  self->range_done(group, i, ranges, k, offset, length, absl::OkStatus());
+                });
+              } else {
+                self->range_done(group, i, ranges, k, offset, length, status);
+              }
+            });
+      } catch (...) {
+        self->range_done(
+            group, i, ranges, k, offset, length,
+            absl::Status(absl::StatusCode::kInternal,
+                         absl::StrCat("fetch ", self->store_->url(self->bucket_, t.object.name),
+                                      ": ", thrown_by_store().message())));
+      }
     };
     enqueue(std::move(job));
   }

@@ -36,6 +36,10 @@ class FetchGroup {
   absl::Status first_error_;  // guarded by mu_
 };
 
+// Inside a catch block: Internal, naming what the store threw. A store must report failures
+// as statuses; one that throws instead fails the item rather than the process or a wait.
+absl::Status thrown_by_store();
+
 class FetcherImpl : public std::enable_shared_from_this<FetcherImpl> {
  public:
   FetcherImpl(std::shared_ptr<ObjectStore> store, std::string bucket, FetchOptions options);

@@ -3,14 +3,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <thread>
-
-#include <algorithm>
 #include <mutex>
 #include <set>
+#include <stdexcept>
+#include <thread>
 
 #include "engine/fetcher_internal.h"
 #include "fetcher_test_env.h"
@@ -47,6 +47,10 @@ class CountingStore : public ObjectStore {
   }
   void read_object_async(const ReadObjectRequest& r, char* buffer, std::size_t capacity,
                          AsyncCallback<ReadObjectResult> done) override {
+    // A store that breaks its contract: it throws instead of reporting a status.
+    for (int n = throw_next.load(); n > 0;) {
+      if (throw_next.compare_exchange_weak(n, n - 1)) throw std::runtime_error("store exploded");
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++requests_;
@@ -108,6 +112,7 @@ class CountingStore : public ObjectStore {
     std::lock_guard<std::mutex> lock(mu_);
     return peak_requests_;
   }
+  std::atomic<int> throw_next{0};  // the next N read_object_async calls throw
   std::size_t peak_bytes() {
     std::lock_guard<std::mutex> lock(mu_);
     return peak_bytes_;
@@ -253,6 +258,27 @@ TEST_P(FetcherTest, UnorderedCompletionReportsEachTargetOnce) {
   ASSERT_EQ(seen.size(), data.size());
   for (std::size_t i = 0; i < data.size(); ++i) EXPECT_EQ(seen.count(i), 1u);
   EXPECT_EQ(b.data, data);
+}
+
+// A store that throws from read_object_async fails those items with Internal (whole reads and
+// ranges alike); the fetch ends, the others land, and the Fetcher goes on working: no hang.
+TEST_P(FetcherTest, AStoreThatThrowsFailsItsItemsAndHangsNothing) {
+  auto data = put_many("throw/", 8, 3000, 41);
+  auto objects = list("throw/");
+  auto counting = std::make_shared<CountingStore>(store_);
+  FetchOptions options;
+  options.range_size = 1024;  // objects over 1 KiB are read as ranges
+  Fetcher fetcher(counting, bucket_, options);
+  counting->throw_next = 3;
+  Buffers b = targets_for(objects);
+  absl::Status s = fetcher.fetch(b.targets);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("the store threw instead of returning a status: "
+                                                  "store exploded"));
+  EXPECT_EQ(counting->throw_next.load(), 0);
+  Buffers again = targets_for(objects);
+  ASSERT_TRUE(fetcher.fetch(again.targets).ok());
+  EXPECT_EQ(again.data, data);
 }
 
 TEST_P(FetcherTest, AChangedObjectFailsWithAnErrorNamingIt) {
