@@ -2,9 +2,9 @@
 //
 // Honours STORAGE_EMULATOR_HOST (an emulator such as dataflux-emulator; requests are then
 // anonymous), or an explicit endpoint (regional, Private Service Connect, an emulator), which
-// gets credentials like Google's own unless `anonymous` is set. Object names are percent-encoded exactly as GCS
-// expects; list and metadata requests ask only for the fields ObjectMetadata holds; whole-object
-// reads are checked against the CRC32C in x-goog-hash.
+// gets credentials like Google's own unless `anonymous` is set. Object names are percent-encoded
+// exactly as GCS expects; list and metadata requests ask only for the fields ObjectMetadata holds;
+// whole-object reads are checked against the CRC32C in x-goog-hash.
 //
 //   dataflux::GcsOptions options;
 //   options.endpoint = "http://127.0.0.1:9023";          // default: STORAGE_EMULATOR_HOST or GCS

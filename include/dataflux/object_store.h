@@ -47,8 +47,8 @@ struct ObjectMetadata {
 
 // One object as a listing gives it and a read needs it: the part of ObjectMetadata that datasets
 // keep for every object. The second object type exists for memory: a dataset of millions of
-// objects holds one per object (56 bytes with a name of up to 15 characters, against ObjectMetadata's 200).
-// A Listing stores them column by column and hands them out by value.
+// objects holds one per object (56 bytes with a name of up to 15 characters, against
+// ObjectMetadata's 200). A Listing stores them column by column and hands them out by value.
 struct ObjectEntry {
   std::string name;
   std::uint64_t size = 0;
@@ -256,8 +256,7 @@ class ObjectStore {
   // none to show (GCS resumable sessions expire by themselves after a week).
   virtual absl::StatusOr<std::vector<PendingUpload>> list_pending_uploads(
       const std::string& bucket, const std::string& prefix);
-  virtual absl::Status abort_pending_upload(const std::string& bucket,
-                                            const PendingUpload& upload);
+  virtual absl::Status abort_pending_upload(const std::string& bucket, const PendingUpload& upload);
 
   virtual absl::StatusOr<ObjectMetadata> compose_object(const ComposeObjectRequest& request) = 0;
   virtual absl::StatusOr<ObjectMetadata> copy_object(const CopyObjectRequest& request) = 0;

@@ -26,8 +26,7 @@ struct RetryOptions {
 
 inline bool operator==(const RetryOptions& a, const RetryOptions& b) {
   return a.max_attempts == b.max_attempts && a.initial_backoff == b.initial_backoff &&
-         a.max_backoff == b.max_backoff && a.multiplier == b.multiplier &&
-         a.deadline == b.deadline;
+         a.max_backoff == b.max_backoff && a.multiplier == b.multiplier && a.deadline == b.deadline;
 }
 inline bool operator!=(const RetryOptions& a, const RetryOptions& b) { return !(a == b); }
 

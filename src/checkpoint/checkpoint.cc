@@ -209,8 +209,8 @@ void internal::load_module(torch::nn::Module& module, const CheckpointReader& re
       const std::size_t more = problems.size() > kShown ? problems.size() - kShown : 0;
       problems.resize(std::min(problems.size(), kShown));
       throw Error(absl::InvalidArgumentError(absl::StrCat(
-          "load ", url, ": the checkpoint does not match this module (", absl::StrJoin(problems, "; "),
-          more > 0 ? absl::StrCat("; and ", more, " more") : "",
+          "load ", url, ": the checkpoint does not match this module (",
+          absl::StrJoin(problems, "; "), more > 0 ? absl::StrCat("; and ", more, " more") : "",
           "); nothing was loaded. CheckpointOptions::strict = false applies libtorch's own "
           "rules instead")));
     }

@@ -7,7 +7,8 @@
 
 namespace dataflux::internal {
 
-ThreadPool::ThreadPool(std::size_t max_threads) : max_threads_(std::max<std::size_t>(1, max_threads)) {
+ThreadPool::ThreadPool(std::size_t max_threads)
+    : max_threads_(std::max<std::size_t>(1, max_threads)) {
   threads_.reserve(max_threads_);
 }
 
@@ -83,9 +84,9 @@ struct TaskGroup::State {
   std::condition_variable changed;
   std::deque<std::function<void()>> queue;  // guarded by mu
   int max_parallel = 0;
-  int drainers = 0;  // guarded by mu: pool tasks scheduled for this group, started or not
-  int started = 0;   // guarded by mu: drainers running on a pool thread
-  int running = 0;   // guarded by mu: tasks executing, on any thread
+  int drainers = 0;          // guarded by mu: pool tasks scheduled for this group, started or not
+  int started = 0;           // guarded by mu: drainers running on a pool thread
+  int running = 0;           // guarded by mu: tasks executing, on any thread
   std::exception_ptr error;  // guarded by mu: the first exception a task threw
 };
 

@@ -73,7 +73,8 @@ absl::StatusOr<std::size_t> objects_cleanup(ObjectStore& store, const std::strin
       doomed.push_back(&object);
     }
     absl::Status status = internal::parallel_for(
-        internal::ThreadPool::blocking(), static_cast<int>(doomed.size()), kDeleteThreads, [&](int i) -> absl::Status {
+        internal::ThreadPool::blocking(), static_cast<int>(doomed.size()), kDeleteThreads,
+        [&](int i) -> absl::Status {
           const ObjectMetadata& object = *doomed[static_cast<std::size_t>(i)];
           if (!options.dry_run) {
             DeleteObjectRequest remove;

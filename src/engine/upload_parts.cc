@@ -212,34 +212,36 @@ absl::StatusOr<ObjectMetadata> ComposeMultipartUpload::complete() {
       std::lock_guard<std::mutex> lock(mu_);
       for (const auto& p : next) temporaries_.push_back(p.name);
     }
-    absl::Status s = parallel_for(ThreadPool::blocking(), groups, options_.max_parts_in_flight, [&](int g) -> absl::Status {
-      ComposeObjectRequest compose;
-      compose.bucket = request_.bucket;
-      compose.destination = next[g].name;
-      compose.content_type = request_.content_type;
-      compose.if_generation_match = 0;
-      const std::size_t begin = g * fan_in, end = std::min(level.size(), begin + fan_in);
-      for (std::size_t i = begin; i < end; ++i) {
-        compose.sources.push_back({level[i].name, level[i].generation});
-        next[g].crc = crc32c_combine(next[g].crc, level[i].crc, level[i].size);
-        next[g].size += level[i].size;
-      }
-      auto made = store_->compose_object(compose);
-      if (!made.ok() && made.status().code() == absl::StatusCode::kFailedPrecondition) {
-        // A re-send meeting its own first copy (the reply was lost): ours when it has exactly
-        // this size and CRC32C, since the name is this upload's own.
-        auto live = store_->get_object_metadata(request_.bucket, next[g].name);
-        if (live.ok() && live->size == next[g].size && live->crc32c == next[g].crc) made = live;
-      }
-      if (!made.ok()) {
-        return with_context(made.status(), absl::StrCat("upload ", url_, ": compose of parts ",
-                                                        begin + 1, "-", end, " at depth ", depth));
-      }
-      next[g].generation = made->generation;
-      std::lock_guard<std::mutex> lock(mu_);
-      generations_[next[g].name] = made->generation;
-      return absl::OkStatus();
-    });
+    absl::Status s = parallel_for(
+        ThreadPool::blocking(), groups, options_.max_parts_in_flight, [&](int g) -> absl::Status {
+          ComposeObjectRequest compose;
+          compose.bucket = request_.bucket;
+          compose.destination = next[g].name;
+          compose.content_type = request_.content_type;
+          compose.if_generation_match = 0;
+          const std::size_t begin = g * fan_in, end = std::min(level.size(), begin + fan_in);
+          for (std::size_t i = begin; i < end; ++i) {
+            compose.sources.push_back({level[i].name, level[i].generation});
+            next[g].crc = crc32c_combine(next[g].crc, level[i].crc, level[i].size);
+            next[g].size += level[i].size;
+          }
+          auto made = store_->compose_object(compose);
+          if (!made.ok() && made.status().code() == absl::StatusCode::kFailedPrecondition) {
+            // A re-send meeting its own first copy (the reply was lost): ours when it has exactly
+            // this size and CRC32C, since the name is this upload's own.
+            auto live = store_->get_object_metadata(request_.bucket, next[g].name);
+            if (live.ok() && live->size == next[g].size && live->crc32c == next[g].crc) made = live;
+          }
+          if (!made.ok()) {
+            return with_context(made.status(),
+                                absl::StrCat("upload ", url_, ": compose of parts ", begin + 1, "-",
+                                             end, " at depth ", depth));
+          }
+          next[g].generation = made->generation;
+          std::lock_guard<std::mutex> lock(mu_);
+          generations_[next[g].name] = made->generation;
+          return absl::OkStatus();
+        });
     if (!s.ok()) return fail(s);
     level = std::move(next);
   }
@@ -302,16 +304,16 @@ absl::Status ComposeMultipartUpload::cleanup() {
   names.erase(std::unique(names.begin(), names.end()), names.end());
   std::vector<std::string> failed_names;
   std::mutex failed_mu;
-  absl::Status s =
-      parallel_for(ThreadPool::blocking(), static_cast<int>(names.size()), options_.max_parts_in_flight, [&](int i) {
-        absl::Status d =
-            delete_temporary(*store_, request_.bucket, names[i], generation_of(names[i]));
-        if (!d.ok()) {
-          std::lock_guard<std::mutex> lock(failed_mu);
-          failed_names.push_back(names[i]);
-        }
-        return d;
-      });
+  absl::Status s = parallel_for(ThreadPool::blocking(), static_cast<int>(names.size()),
+                                options_.max_parts_in_flight, [&](int i) {
+                                  absl::Status d = delete_temporary(
+                                      *store_, request_.bucket, names[i], generation_of(names[i]));
+                                  if (!d.ok()) {
+                                    std::lock_guard<std::mutex> lock(failed_mu);
+                                    failed_names.push_back(names[i]);
+                                  }
+                                  return d;
+                                });
   std::lock_guard<std::mutex> lock(mu_);
   // Keep what could not be deleted, so a later abort() tries again.
   temporaries_.insert(temporaries_.end(), failed_names.begin(), failed_names.end());

@@ -253,10 +253,10 @@ class PartUploader : public Uploader {
         part_crcs_[part.number - 1] = {crc, part.size};
         ++stats_.parts;
       } else if (error_.ok()) {
-        error_ = absl::Status(
-            status.code(),
-            absl::StrCat("upload ", url_, ": part ", part.number, " (bytes ", first, "-",
-                         first + part.size - 1, ") failed: ", status.message()));
+        error_ =
+            absl::Status(status.code(),
+                         absl::StrCat("upload ", url_, ": part ", part.number, " (bytes ", first,
+                                      "-", first + part.size - 1, ") failed: ", status.message()));
       }
     }
     part.size = 0;
@@ -330,7 +330,7 @@ class PartUploader : public Uploader {
   UploadStats stats_;
   // Last: destroyed (waited for) first. K part uploads at once on the blocking pool.
   internal::TaskGroup parts_{internal::ThreadPool::blocking(),
-                           std::max(1, options_.max_parts_in_flight)};
+                             std::max(1, options_.max_parts_in_flight)};
 };
 
 // One resumable session: sequential, the store's own chunking. On the local store this is a

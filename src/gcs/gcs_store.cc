@@ -311,7 +311,8 @@ class GcsStoreImpl : public GcsStore {
     if (failure.code() != absl::StatusCode::kFailedPrecondition) return std::nullopt;
     auto live = get_object_metadata(request.bucket, request.object);
     if (!live.ok() || live->size != size || live->crc32c != crc) return std::nullopt;
-    internal::log(LogLevel::kInfo, absl::StrCat(failure.message(), ": the object is the one an "
+    internal::log(LogLevel::kInfo, absl::StrCat(failure.message(),
+                                                ": the object is the one an "
                                                 "earlier attempt wrote (its reply was lost)"));
     return *std::move(live);
   }

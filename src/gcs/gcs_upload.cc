@@ -183,11 +183,11 @@ absl::StatusOr<ObjectMetadata> GcsWriteSession::verify_finished(ObjectMetadata m
   std::optional<std::uint32_t> expected = request_.crc32c;
   if (!expected && crc_known_) expected = crc_;
   if (expected && metadata.crc32c && *metadata.crc32c != *expected) {
-    return discard_stored(*client_, metadata,
-                          absl::DataLossError(absl::StrCat(
-                              context_, ": the stored object's CRC32C is ",
-                              crc32c_text(*metadata.crc32c), " but ", crc32c_text(*expected),
-                              " was uploaded")));
+    return discard_stored(
+        *client_, metadata,
+        absl::DataLossError(absl::StrCat(context_, ": the stored object's CRC32C is ",
+                                         crc32c_text(*metadata.crc32c), " but ",
+                                         crc32c_text(*expected), " was uploaded")));
   }
   return metadata;
 }
@@ -336,15 +336,16 @@ absl::Status discard_stored(GcsClient& client, const ObjectMetadata& stored, abs
   QueryString query;
   query.add("ifGenerationMatch", stored.generation);  // only what we wrote: idempotent
   const std::string path = object_path(stored.bucket, stored.name) + query.str();
-  auto deleted = client.execute([&] { return client.new_request("DELETE", path); },
-                                Idempotency::kIdempotent,
-                                absl::StrCat("DELETE ", gs_url(stored.bucket, stored.name)));
+  auto deleted =
+      client.execute([&] { return client.new_request("DELETE", path); }, Idempotency::kIdempotent,
+                     absl::StrCat("DELETE ", gs_url(stored.bucket, stored.name)));
   return absl::Status(
       loss.code(),
       absl::StrCat(loss.message(),
-                   deleted.ok() ? "; the object was deleted"
-                                : absl::StrCat("; deleting it failed too (", deleted.status().message(),
-                                               "): remove generation ", stored.generation, " by hand")));
+                   deleted.ok()
+                       ? "; the object was deleted"
+                       : absl::StrCat("; deleting it failed too (", deleted.status().message(),
+                                      "): remove generation ", stored.generation, " by hand")));
 }
 
 }  // namespace dataflux::internal

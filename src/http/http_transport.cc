@@ -270,9 +270,9 @@ HttpResponse HttpTransport::send(HttpRequest request) {
   if (impl_->on_loop_thread()) {
     // Waiting here would block the loop that has to produce the answer.
     HttpResponse response;
-    response.status = absl::FailedPreconditionError(absl::StrCat(
-        request.method, " ", redact_url(request.url),
-        ": HttpTransport::send() called from a loop thread"));
+    response.status = absl::FailedPreconditionError(
+        absl::StrCat(request.method, " ", redact_url(request.url),
+                     ": HttpTransport::send() called from a loop thread"));
     return response;
   }
   return submit(std::move(request)).get();
@@ -342,7 +342,8 @@ std::string redact_url(std::string_view url) {
     const std::string name = absl::AsciiStrToLower(item.substr(0, eq));
     const bool secret = name == "upload_id" || name == "uploadid" || name == "access_token" ||
                         name == "key" || absl::EndsWith(name, "signature") ||
-                        absl::EndsWith(name, "credential") || absl::EndsWith(name, "security-token");
+                        absl::EndsWith(name, "credential") ||
+                        absl::EndsWith(name, "security-token");
     items.push_back(secret && eq != absl::string_view::npos
                         ? absl::StrCat(item.substr(0, eq + 1), "REDACTED")
                         : std::string(item));

@@ -12,12 +12,12 @@
 #ifndef DATAFLUX_SRC_HTTP_HTTP_TRANSPORT_H_
 #define DATAFLUX_SRC_HTTP_HTTP_TRANSPORT_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
-#include <atomic>
 #include <future>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -168,7 +168,7 @@ class TransportHandle {
 
   const TransportOptions options_;
   const bool shared_;
-  std::mutex mu_;  // taken only to make the transport again, after fork
+  std::mutex mu_;                             // taken only to make the transport again, after fork
   std::shared_ptr<HttpTransport> transport_;  // guarded by mu_
   std::atomic<HttpTransport*> current_{nullptr};
   std::atomic<long> pid_{0};

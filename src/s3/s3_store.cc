@@ -146,8 +146,8 @@ class S3StoreImpl : public S3Store {
     const bool kms = response->header("x-amz-server-side-encryption").value_or("") == "aws:kms";
     std::string loss;
     if (!kms && etag.size() == 32 && etag != md5_hex) {
-      loss = absl::StrCat("the server's ETag ", etag, " is not the MD5 of the data sent (",
-                          md5_hex, ")");
+      loss = absl::StrCat("the server's ETag ", etag, " is not the MD5 of the data sent (", md5_hex,
+                          ")");
     } else if (auto echoed = internal::full_object_crc32c(*response); echoed && *echoed != crc) {
       loss = absl::StrCat("the server stored CRC32C ", crc32c_to_base64(*echoed), " but ",
                           crc32c_to_base64(crc), " was sent");

@@ -36,13 +36,13 @@ std::string gcs_store_key(const GcsOptions& o) {
   // not reused while the entry lives.
   return absl::StrCat("endpoint=", endpoint,
                       "\ncredentials=", reinterpret_cast<std::uintptr_t>(o.credentials.get()),
-                      "\nanonymous=", o.anonymous,
-                      "\nauth=", a.credentials_file, "|", a.credentials_json, "|",
-                      absl::StrJoin(a.scopes, " "), "|", a.refresh_ahead.count(), "|",
-                      retry_key(a.retry), "|", ms(a.metadata_timeout), "\nproject=", o.project,
-                      "\nretry=", retry_key(o.retry), "\ntransport=", t.max_requests_in_flight, ",",
-                      t.max_bytes_in_flight, ",", t.max_connections_per_host, ",", t.threads, ",",
-                      ms(t.connect_timeout), ",", ms(t.stall_timeout), ",", ms(t.request_timeout),
+                      "\nanonymous=", o.anonymous, "\nauth=", a.credentials_file, "|",
+                      a.credentials_json, "|", absl::StrJoin(a.scopes, " "), "|",
+                      a.refresh_ahead.count(), "|", retry_key(a.retry), "|", ms(a.metadata_timeout),
+                      "\nproject=", o.project, "\nretry=", retry_key(o.retry),
+                      "\ntransport=", t.max_requests_in_flight, ",", t.max_bytes_in_flight, ",",
+                      t.max_connections_per_host, ",", t.threads, ",", ms(t.connect_timeout), ",",
+                      ms(t.stall_timeout), ",", ms(t.request_timeout),
                       "\nresumable_chunk_size=", o.resumable_chunk_size,
                       "\nuser_agent_suffix=", o.user_agent_suffix);
 }

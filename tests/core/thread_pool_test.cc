@@ -65,7 +65,7 @@ TEST(TaskGroupTest, RunOneIfStalledLeavesWorkToARunningPoolThread) {
     ++ran;
   });
   started.get_future().wait();
-  group.run([&] { ++ran; });  // queued behind the first, for the same pool thread
+  group.run([&] { ++ran; });                 // queued behind the first, for the same pool thread
   EXPECT_FALSE(group.run_one_if_stalled());  // a pool thread works for the group: no stealing
   EXPECT_EQ(ran.load(), 0);
   release.set_value();
@@ -173,7 +173,8 @@ TEST(ThreadPoolTest, TheSharedPoolsWorkInAForkedChild) {
   GTEST_SKIP() << "fork() of a threaded process under a sanitizer runtime can deadlock in it";
 #endif
   // Threads exist in the parent's pools before fork(); the child has none of them.
-  ASSERT_TRUE(parallel_for(ThreadPool::blocking(), 8, 8, [](int) { return absl::OkStatus(); }).ok());
+  ASSERT_TRUE(
+      parallel_for(ThreadPool::blocking(), 8, 8, [](int) { return absl::OkStatus(); }).ok());
   std::promise<void> cpu;
   ThreadPool::shared().run([&] { cpu.set_value(); });
   cpu.get_future().wait();

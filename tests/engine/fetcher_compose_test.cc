@@ -271,8 +271,8 @@ TEST_P(ComposeTest, ForkedChildComposesOnItsOwnThreads) {
   }
   int status = 0;
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_FALSE(WIFSIGNALED(status)) << "the child's compose fetch never finished (signal "
-                                    << WTERMSIG(status) << ")";
+  ASSERT_FALSE(WIFSIGNALED(status))
+      << "the child's compose fetch never finished (signal " << WTERMSIG(status) << ")";
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
   EXPECT_TRUE(composites().empty());

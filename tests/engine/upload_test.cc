@@ -237,7 +237,8 @@ TEST_P(UploadFaultTest, ComposesWhoseRepliesWereLostComplete) {
     if (conditional) o.if_generation_match = 0;
     const std::string name = conditional ? "lost-if-absent.pt" : "lost.pt";
     const std::string data = random_bytes(70 * (16 << 10) + 99, 5);  // 71 parts: depth 2
-    for (int i = 0; i < 4; ++i) emu_->inject_fault("objects.compose", emulator::Fault::lost_reply());
+    for (int i = 0; i < 4; ++i)
+      emu_->inject_fault("objects.compose", emulator::Fault::lost_reply());
     auto up = uploader(name, o);
     ASSERT_TRUE(write_uneven(*up, data).ok());
     auto meta = up->commit();

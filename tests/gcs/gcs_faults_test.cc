@@ -6,8 +6,8 @@
 #include <atomic>
 #include <mutex>
 #include <string>
-#include <vector>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "dataflux/crc32c.h"

@@ -317,14 +317,15 @@ TEST(HttpTransportTest, ErrorMessagesNeverCarryHeaderValues) {
 TEST(HttpTransportTest, AnAccumulatedReplyLargerThanItsCapIsRefused) {
   TestServer server([](httplib::Server& s) {
     s.Get("/big", [](const httplib::Request&, httplib::Response& res) {
-      res.set_chunked_content_provider("application/json", [](std::size_t, httplib::DataSink& sink) {
-        const std::string chunk(64 << 10, ' ');
-        for (int i = 0; i < 64; ++i) {  // 4 MiB, far past the cap below
-          if (!sink.write(chunk.data(), chunk.size())) return false;
-        }
-        sink.done();
-        return true;
-      });
+      res.set_chunked_content_provider(
+          "application/json", [](std::size_t, httplib::DataSink& sink) {
+            const std::string chunk(64 << 10, ' ');
+            for (int i = 0; i < 64; ++i) {  // 4 MiB, far past the cap below
+              if (!sink.write(chunk.data(), chunk.size())) return false;
+            }
+            sink.done();
+            return true;
+          });
     });
   });
   HttpTransport transport;

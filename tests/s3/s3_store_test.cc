@@ -55,9 +55,12 @@ TEST_F(S3StoreTest, PutThenReadHeadAndVerifyChecksums) {
 // Keys are sent and signed exactly as named: no dot-segment removal, no slash folding (libcurl
 // would otherwise turn "a/../b" into "b" and sign one path while sending another).
 TEST_F(S3StoreTest, KeysRoundTripExactlyAsNamed) {
-  std::vector<std::string> keys = {
-      "dots/a/../b", "dots/./c",  "dots/..d", "slashes//double", "trail/dot.",  "sp ace",
-      "pl+us=eq&amp", "pct%2Fkept", "q?mark#hash", "uni/d\xc3\xa9j\xc3\xa0-\xe2\x82\xac", "a/b/../../e"};
+  std::vector<std::string> keys = {"dots/a/../b",  "dots/./c",
+                                   "dots/..d",     "slashes//double",
+                                   "trail/dot.",   "sp ace",
+                                   "pl+us=eq&amp", "pct%2Fkept",
+                                   "q?mark#hash",  "uni/d\xc3\xa9j\xc3\xa0-\xe2\x82\xac",
+                                   "a/b/../../e"};
   if (external_) {
     // s3rver answers 404 to a path with "//" and resolves "." and ".." segments before it
     // stores a key (S3 and the emulator do neither): those keys are for the emulator only.
@@ -417,8 +420,8 @@ TEST_F(S3StoreTest, EmulatorChecksFullObjectChecksumsAsS3Does) {
     return client->transport().send(client->new_request(call));
   };
   for (const char* type : {"FULL_OBJECT", "COMPOSITE"}) {
-    auto created = raw("POST", "uploads=", {{"x-amz-checksum-algorithm", "CRC32C"},
-                                            {"x-amz-checksum-type", type}}, "");
+    auto created = raw("POST", "uploads=",
+                       {{"x-amz-checksum-algorithm", "CRC32C"}, {"x-amz-checksum-type", type}}, "");
     ASSERT_EQ(created.http_status, 200) << created.body;
     auto doc = internal::parse_xml(created.body);
     ASSERT_TRUE(doc.ok());
@@ -431,9 +434,9 @@ TEST_F(S3StoreTest, EmulatorChecksFullObjectChecksumsAsS3Does) {
       ASSERT_EQ(put.http_status, 200) << put.body;
       etags[n++] = put.header("etag").value_or("");
     }
-    const std::string body = internal::complete_multipart_body(
-        {{1, etags[0], crc32c_to_base64(crc32c(part1))},
-         {2, etags[1], crc32c_to_base64(crc32c(part2))}});
+    const std::string body =
+        internal::complete_multipart_body({{1, etags[0], crc32c_to_base64(crc32c(part1))},
+                                           {2, etags[1], crc32c_to_base64(crc32c(part2))}});
     const std::uint32_t whole = crc32c(part1 + part2);
     if (std::string(type) == "FULL_OBJECT") {
       auto wrong = raw("POST", "uploadId=" + id,
@@ -442,8 +445,8 @@ TEST_F(S3StoreTest, EmulatorChecksFullObjectChecksumsAsS3Does) {
       EXPECT_THAT(wrong.body, HasSubstr("BadDigest"));
       EXPECT_EQ(store_->get_object_metadata(bucket_, "raw").status().code(),
                 absl::StatusCode::kNotFound);
-      auto right = raw("POST", "uploadId=" + id,
-                       {{"x-amz-checksum-crc32c", crc32c_to_base64(whole)}}, body);
+      auto right =
+          raw("POST", "uploadId=" + id, {{"x-amz-checksum-crc32c", crc32c_to_base64(whole)}}, body);
       ASSERT_EQ(right.http_status, 200) << right.body;
       EXPECT_THAT(right.body, HasSubstr("<ChecksumType>FULL_OBJECT</ChecksumType>"));
       EXPECT_EQ(store_->get_object_metadata(bucket_, "raw")->crc32c, whole);

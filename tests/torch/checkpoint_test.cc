@@ -261,7 +261,8 @@ TEST_P(CheckpointTest, MissingAndMismatchedCheckpointsThrowClearErrors) {
 TEST_P(CheckpointTest, LoadingAnotherArchitectureFailsNamingTheDifferences) {
   if (GetParam() != "local") GTEST_SKIP() << "independent of the backend";
   torch::manual_seed(3);
-  torch::nn::Sequential saved(torch::nn::Linear(8, 16), torch::nn::ReLU(), torch::nn::Linear(16, 4));
+  torch::nn::Sequential saved(torch::nn::Linear(8, 16), torch::nn::ReLU(),
+                              torch::nn::Linear(16, 4));
   save(saved, url("arch.pt"), options_);
 
   torch::nn::Sequential same(torch::nn::Linear(8, 16), torch::nn::ReLU(), torch::nn::Linear(16, 4));
