@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <exception>
 #include <mutex>
 #include <vector>
 
@@ -243,7 +244,13 @@ class PartUploader : public Uploader {
       lock.unlock();
       const std::string_view bytes(part.data.get(), part.size);
       const std::uint32_t crc = crc32c(bytes);
-      status = mpu_->upload_part(part.number, bytes);
+      try {
+        status = mpu_->upload_part(part.number, bytes);
+      } catch (const std::exception& e) {  // a store that throws fails the part, not the process
+        status = absl::InternalError(absl::StrCat("the store threw: ", e.what()));
+      } catch (...) {
+        status = absl::InternalError("the store threw");
+      }
       lock.lock();
       --in_flight_;
       if (status.ok()) {

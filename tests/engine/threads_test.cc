@@ -9,7 +9,10 @@
 #include <fstream>
 #include <mutex>
 #include <set>
+#include <stdexcept>
 #include <string>
+
+#include <gmock/gmock.h>
 
 #include "core/thread_pool.h"
 #include "dataflux/list_prefixes.h"
@@ -20,6 +23,8 @@
 
 namespace dataflux::testing {
 namespace {
+
+using ::testing::HasSubstr;
 
 class ThreadsTest : public ::testing::Test {
  protected:
@@ -72,6 +77,27 @@ TEST_F(ThreadsTest, ManyUploadsInARowUseTheSamePoolThreads) {
     EXPECT_EQ((*up)->stats().parts, 8);
   }
   EXPECT_LE(distinct_callers(), kBound);
+}
+
+// A part upload runs on a pool thread: a store that throws there fails the upload with a
+// status naming the part, instead of an exception escaping commit() (or a destructor).
+TEST_F(ThreadsTest, AStoreThatThrowsDuringAPartFailsTheUpload) {
+  std::atomic<int> calls{0};
+  store_->on_call = [&] {
+    if (++calls == 3) throw std::runtime_error("disk on fire");
+  };
+  UploadOptions options;
+  options.strategy = UploadStrategy::kParts;
+  options.part_size = 1024;
+  options.max_parts_in_flight = 2;
+  const std::string data(8 * 1024, 'y');
+  auto up = Uploader::create(store_, dir_, "burning", options);
+  ASSERT_TRUE(up.ok()) << up.status();
+  absl::Status written = (*up)->write(data.data(), data.size());
+  auto published = written.ok() ? (*up)->commit() : absl::StatusOr<ObjectMetadata>(written);
+  EXPECT_EQ(published.status().code(), absl::StatusCode::kInternal) << published.status();
+  EXPECT_THAT(std::string(published.status().message()), HasSubstr("disk on fire"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/burning"));
 }
 
 TEST_F(ThreadsTest, ManyListingsInARowUseTheSamePoolThreads) {
