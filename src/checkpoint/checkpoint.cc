@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/io_buffer.h"
+#include "core/percent.h"
 #include "core/thread_pool.h"
 #include "dataflux/url.h"
 #include "engine/ranged_read.h"
@@ -302,7 +303,7 @@ std::future<ObjectMetadata> AsyncCheckpointer::upload(
   auto promise = std::make_shared<std::promise<ObjectMetadata>>();
   std::future<ObjectMetadata> future = promise->get_future();
   // On the blocking pool: no thread of its own. The destructor's wait() holds `this` alive.
-  internal::ThreadPool::blocking().run([this, snapshot, url, promise] {
+  auto save = [this, snapshot, url, promise] {
     try {
       CheckpointWriter writer(url, options_);
       for (auto& chunk : *snapshot) {
@@ -313,10 +314,15 @@ std::future<ObjectMetadata> AsyncCheckpointer::upload(
     } catch (...) {
       promise->set_exception(std::current_exception());
     }
-    std::lock_guard<std::mutex> lock(mu_);
-    --in_flight_;
-    changed_.notify_all();
-  });
+    release_slot();
+  };
+  try {
+    internal::ThreadPool::blocking().run(std::move(save));
+  } catch (const std::system_error& e) {  // not started: its slot must not stay taken
+    promise->set_exception(std::make_exception_ptr(Error(absl::ResourceExhaustedError(
+        absl::StrCat("save ", internal::printable(url), ": no thread to run it: ", e.what())))));
+    release_slot();
+  }
   return future;
 }
 

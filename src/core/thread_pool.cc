@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <system_error>
 
 namespace dataflux::internal {
 
@@ -22,14 +23,33 @@ ThreadPool::~ThreadPool() {
   for (auto& t : threads_) t.join();
 }
 
+namespace {
+std::atomic<int> g_failed_thread_starts{0};
+}  // namespace
+
+void ThreadPool::fail_thread_starts_for_testing(int count) { g_failed_thread_starts = count; }
+
 void ThreadPool::run(std::function<void()> task) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     tasks_.push_back(std::move(task));
     // A thread per task that no idle thread will take, up to the maximum.
     if (tasks_.size() > idle_ && threads_.size() < max_threads_) {
-      threads_.emplace_back([this] { work(); });
-      return;
+      try {
+        if (g_failed_thread_starts > 0 && g_failed_thread_starts-- > 0) {
+          throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again),
+                                  "thread start failed (test)");
+        }
+        threads_.emplace_back([this] { work(); });
+        return;
+      } catch (const std::system_error&) {
+        // A running thread takes the task once it is free. With none at all nobody ever would:
+        // the task is taken back and the caller told, never left queued for ever.
+        if (threads_.empty()) {
+          tasks_.pop_back();
+          throw;
+        }
+      }
     }
   }
   wake_.notify_one();
@@ -112,7 +132,13 @@ void TaskGroup::run(std::function<void()> task) {
       schedule = true;
     }
   }
-  if (schedule) pool_.run([state = state_] { drain(state); });
+  if (!schedule) return;
+  try {
+    pool_.run([state = state_] { drain(state); });
+  } catch (const std::system_error&) {  // no pool thread: wait() runs the task on its caller
+    std::lock_guard<std::mutex> lock(state_->mu);
+    --state_->drainers;
+  }
 }
 
 // Pops the oldest queued task and runs it, counted as running, with state.mu released around

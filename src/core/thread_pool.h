@@ -36,8 +36,11 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  // `task` must not throw.
+  // `task` must not throw. The task runs unless run() throws std::system_error, which it does
+  // only when the pool has no thread and cannot start one (then nothing was queued).
   void run(std::function<void()> task);
+  // The next `count` thread starts fail as if the system were out of threads.
+  static void fail_thread_starts_for_testing(int count);
   std::size_t threads_started() const;
   std::size_t max_threads() const { return max_threads_; }
 

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <set>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 
 #include "gtest/gtest.h"
@@ -166,6 +167,44 @@ TEST(ThreadPoolTest, StartsThreadsOnlyAsWorkArrivesUpToItsMaximum) {
   release.set_value();
   done.get_future().wait();
   EXPECT_EQ(ran.load(), 1);
+}
+
+TEST(ThreadPoolTest, ATaskNoThreadCanRunIsRefusedNotQueuedForEver) {
+  ThreadPool pool(2);
+  ThreadPool::fail_thread_starts_for_testing(1);
+  bool ran = false;
+  EXPECT_THROW(pool.run([&] { ran = true; }), std::system_error);
+  EXPECT_EQ(pool.threads_started(), 0u);
+  // With a thread running, a failed start of a second one queues the task for the first.
+  std::promise<void> started;
+  std::promise<void> release;
+  pool.run([&] {
+    started.set_value();
+    release.get_future().wait();
+  });
+  started.get_future().wait();
+  ThreadPool::fail_thread_starts_for_testing(1);
+  std::promise<void> second;
+  pool.run([&] { second.set_value(); });
+  EXPECT_EQ(pool.threads_started(), 1u);
+  release.set_value();
+  second.get_future().wait();
+  EXPECT_FALSE(ran);
+  ThreadPool::fail_thread_starts_for_testing(0);
+}
+
+TEST(TaskGroupTest, WithNoPoolThreadTheWaiterRunsEveryTask) {
+  ThreadPool pool(2);
+  ThreadPool::fail_thread_starts_for_testing(1000);
+  std::atomic<int> ran{0};
+  {
+    TaskGroup group(pool, 2);
+    for (int i = 0; i < 5; ++i) group.run([&] { ++ran; });
+    group.wait();
+  }
+  ThreadPool::fail_thread_starts_for_testing(0);
+  EXPECT_EQ(ran.load(), 5);
+  EXPECT_EQ(pool.threads_started(), 0u);
 }
 
 TEST(ThreadPoolTest, TheSharedPoolsWorkInAForkedChild) {
