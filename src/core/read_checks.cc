@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/log.h"
 #include "dataflux/crc32c.h"
 
 namespace dataflux::internal {
@@ -35,6 +36,24 @@ std::uint32_t crc32c_of_ranges(const std::vector<std::uint32_t>& range_crcs,
     crc = crc32c_combine(crc, range_crcs[i], std::min(range_size, object_size - i * range_size));
   }
   return crc;
+}
+
+bool has_exactly(const ObjectMetadata& object, std::uint64_t size, std::uint32_t crc) {
+  return object.size == size && object.crc32c.has_value() && *object.crc32c == crc;
+}
+
+std::optional<ObjectMetadata> ours_despite_conflict(ObjectStore& store, const std::string& bucket,
+                                                    const std::string& object, std::uint64_t size,
+                                                    std::uint32_t crc, const absl::Status& conflict,
+                                                    std::optional<std::int64_t> other_than) {
+  if (conflict.code() != absl::StatusCode::kFailedPrecondition) return std::nullopt;
+  auto live = store.get_object_metadata(bucket, object);
+  if (!live.ok() || !has_exactly(*live, size, crc)) return std::nullopt;
+  if (other_than && live->generation == *other_than) return std::nullopt;
+  log(LogLevel::kInfo, absl::StrCat(conflict.message(),
+                                    ": the live object is the one an earlier attempt wrote (its "
+                                    "reply was lost)"));
+  return *std::move(live);
 }
 
 }  // namespace dataflux::internal

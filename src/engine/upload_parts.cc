@@ -68,8 +68,9 @@ absl::StatusOr<ObjectMetadata> publish(
     }
     // The caller's precondition met our own first copy, whose reply was lost: the live object
     // is ours when it has exactly our size and CRC32C.
-    auto live = store.get_object_metadata(bucket, object);
-    if (live.ok() && live->size == size && live->crc32c == crc) return live;
+    if (auto ours = ours_despite_conflict(store, bucket, object, size, crc, result.status())) {
+      return *ours;
+    }
     return result;
   }
   const bool generations = store.capabilities().generations;
@@ -92,10 +93,8 @@ absl::StatusOr<ObjectMetadata> publish(
     }
     // A retried request whose first try landed sees its own result: accept it when the live
     // object is ours; otherwise someone else wrote in between, so pin again.
-    auto live = store.get_object_metadata(bucket, object);
-    if (live.ok() && live->size == size && live->crc32c && *live->crc32c == crc &&
-        live->generation != *pin) {
-      return live;
+    if (auto ours = ours_despite_conflict(store, bucket, object, size, crc, result.status(), pin)) {
+      return *ours;
     }
   }
   return result;
@@ -150,7 +149,7 @@ absl::Status ComposeMultipartUpload::upload_part(int number, std::string_view da
     // The name is unique to this upload: either an earlier try of this request landed (its
     // reply was lost), or the part is being replaced.
     auto live = store_->get_object_metadata(request_.bucket, part.name);
-    if (live.ok() && live->size == part.size && live->crc32c && *live->crc32c == part.crc) {
+    if (live.ok() && has_exactly(*live, part.size, part.crc)) {
       stored = *live;
     } else if (live.ok()) {
       write.if_generation_match = live->generation;
@@ -229,8 +228,10 @@ absl::StatusOr<ObjectMetadata> ComposeMultipartUpload::complete() {
           if (!made.ok() && made.status().code() == absl::StatusCode::kFailedPrecondition) {
             // A re-send meeting its own first copy (the reply was lost): ours when it has exactly
             // this size and CRC32C, since the name is this upload's own.
-            auto live = store_->get_object_metadata(request_.bucket, next[g].name);
-            if (live.ok() && live->size == next[g].size && live->crc32c == next[g].crc) made = live;
+            if (auto ours = ours_despite_conflict(*store_, request_.bucket, next[g].name,
+                                                  next[g].size, next[g].crc, made.status())) {
+              made = *ours;
+            }
           }
           if (!made.ok()) {
             return with_context(made.status(),

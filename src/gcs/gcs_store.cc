@@ -161,7 +161,8 @@ class GcsStoreImpl : public GcsStore {
         },
         idempotent_if(request.if_generation_match.has_value()), context);
     if (!response.ok()) {
-      if (auto ours = applied_before(response.status(), request, data.size(), crc)) {
+      if (auto ours = internal::ours_despite_conflict(*this, request.bucket, request.object,
+                                                      data.size(), crc, response.status())) {
         return *ours;
       }
       return response.status();
@@ -302,21 +303,6 @@ class GcsStoreImpl : public GcsStore {
   }
 
  private:
-  // A 412 to a conditional write may answer a retry whose first copy was applied and its reply
-  // lost (ours, or libcurl's own re-send on a dead keep-alive connection, which we cannot
-  // count). Decided from the stored object: exactly our size and CRC32C is what was asked for.
-  std::optional<ObjectMetadata> applied_before(const absl::Status& failure,
-                                               const WriteObjectRequest& request,
-                                               std::uint64_t size, std::uint32_t crc) {
-    if (failure.code() != absl::StatusCode::kFailedPrecondition) return std::nullopt;
-    auto live = get_object_metadata(request.bucket, request.object);
-    if (!live.ok() || live->size != size || live->crc32c != crc) return std::nullopt;
-    internal::log(LogLevel::kInfo, absl::StrCat(failure.message(),
-                                                ": the object is the one an "
-                                                "earlier attempt wrote (its reply was lost)"));
-    return *std::move(live);
-  }
-
   absl::StatusOr<ReadObjectResult> wait_for_read(const ReadObjectRequest& request,
                                                  internal::ReadTarget target) {
     if (auto s = validate(request.bucket, request.object, "GET"); !s.ok()) return s;

@@ -8,6 +8,7 @@
 #include "core/byte_range.h"
 #include "core/http_status.h"
 #include "core/percent.h"
+#include "core/read_checks.h"
 #include "core/sigv4.h"
 #include "dataflux/crc32c.h"
 #include "dataflux/s3.h"
@@ -133,9 +134,9 @@ class S3StoreImpl : public S3Store {
       // A 412 to If-None-Match: * may answer a re-send (ours or libcurl's) whose first copy was
       // applied and its reply lost: the live object is ours when it has exactly our size and
       // CRC32C.
-      if (response.status().code() == absl::StatusCode::kFailedPrecondition) {
-        auto live = get_object_metadata(request.bucket, request.object);
-        if (live.ok() && live->size == data.size() && live->crc32c == crc) return *live;
+      if (auto ours = internal::ours_despite_conflict(*this, request.bucket, request.object,
+                                                      data.size(), crc, response.status())) {
+        return *ours;
       }
       return response.status();
     }
