@@ -76,6 +76,7 @@ struct FetchStats {
 struct FetchTarget {
   ObjectEntry object;
   char* buffer = nullptr;
+  std::string etag;  // S3: every range is read from this version (ReadObjectRequest::etag)
 };
 
 namespace internal {

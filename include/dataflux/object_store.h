@@ -40,6 +40,9 @@ struct ObjectMetadata {
   std::int64_t metageneration = 0;  // changes on metadata updates
   std::optional<std::uint32_t> crc32c;
   std::string md5_hash;  // base64, as GCS reports it; empty when unknown
+  // S3: the ETag as the server sent it (quotes included), which reads pin to with If-Match.
+  // Empty on gs:// and file://, whose reads pin to the generation.
+  std::string etag;
   std::string storage_class;
   std::string content_type;
   std::chrono::system_clock::time_point updated{};
@@ -88,6 +91,10 @@ struct ReadObjectRequest {
   std::uint64_t offset = 0;                // first byte to read
   std::optional<std::uint64_t> length;     // bytes to read; nullopt = to the end
   std::optional<std::int64_t> generation;  // read exactly this generation (pins across resumes)
+  // S3 only: read exactly the version with this ETag (If-Match), e.g. the one a HEAD saw; a
+  // different live version fails the read with FailedPrecondition. Empty: the first response's
+  // ETag pins the read's own resumes.
+  std::string etag;
   // For whole-object reads: the CRC32C the caller expects (e.g. from a listing). It is checked
   // in addition to the checksum the server reports; a mismatch is absl::DataLossError.
   std::optional<std::uint32_t> expected_crc32c;

@@ -129,6 +129,7 @@ void FetcherImpl::read_direct(const std::shared_ptr<FetchGroup>& group, std::siz
     request.bucket = self->bucket_;
     request.object = t.object.name;
     if (t.object.generation != 0) request.generation = t.object.generation;
+    request.etag = t.etag;
     request.expected_crc32c = t.object.crc32c;
     {
       std::lock_guard<std::mutex> lock(self->mu_);
@@ -219,6 +220,7 @@ void FetcherImpl::read_ranges(const std::shared_ptr<FetchGroup>& group, std::siz
       request.bucket = self->bucket_;
       request.object = t.object.name;
       if (t.object.generation != 0) request.generation = t.object.generation;
+      request.etag = t.etag;
       request.offset = offset;
       request.length = length;
       {

@@ -51,6 +51,7 @@ absl::StatusOr<RangedReadResult> read_object_ranged(
   target.object.name = object;
   target.object.size = size;
   target.object.generation = metadata->generation;
+  target.etag = metadata->etag;  // S3: If-Match on every range
   target.object.crc32c = metadata->crc32c;
   target.buffer = buffer;
   // Not owned: the Fetcher is gone (every read finished) before this function returns.

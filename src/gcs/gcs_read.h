@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gcs/gcs_client.h"
 #include "http/object_read.h"
 
@@ -36,6 +37,13 @@ class GcsReadProtocol : public ReadProtocol {
   const RetryOptions& retry_options() const override { return client_->options().retry; }
   std::string url(const ReadObjectRequest& request) const override;
   bool may_block() const override { return true; }  // authorize() may fetch a token
+  // gs:// reads pin to a generation; an ETag pin is S3's and is refused, not ignored.
+  absl::Status validate(const ReadObjectRequest& request) const override {
+    if (request.etag.empty()) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        absl::StrCat("GET ", url(request), ": gs:// reads pin to a generation, not to an ETag (",
+                     request.etag, " was given)"));
+  }
   absl::StatusOr<HttpRequest> media_request(const ReadObjectRequest& request, const ReadPin& pin,
                                             const std::optional<std::string>& range,
                                             bool whole_checked) override;

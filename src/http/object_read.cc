@@ -85,6 +85,7 @@ ObjectRead::ObjectRead(std::shared_ptr<ReadProtocol> protocol, const ReadObjectR
       done_(std::move(done)),
       retry_(protocol_->retry_options(), Idempotency::kIdempotent) {
   pin_.generation = request.generation;
+  pin_.etag = request.etag;
 }
 
 std::string ObjectRead::context() const { return absl::StrCat("GET ", protocol_->url(request_)); }
@@ -132,6 +133,21 @@ bool ObjectRead::reject(absl::Status status) {
 }
 
 // Runs before any byte of a 2xx response is accepted: is this the range and version asked for?
+absl::Status ObjectRead::version_changed(const std::string& now) const {
+  const std::string pinned = pin_.etag.empty()
+                                 ? absl::StrCat("generation ", pin_.generation.value_or(0))
+                                 : absl::StrCat("ETag ", pin_.etag);
+  const std::string live = now.empty() ? "" : absl::StrCat("; the live one is ", now);
+  if (delivered_ == 0 && (!request_.etag.empty() || request_.generation)) {
+    return absl::FailedPreconditionError(absl::StrCat(context(), ": the version asked for (",
+                                                      pinned, ") is no longer the live one", live,
+                                                      ": the object was overwritten"));
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      context(), ": the object changed while it was being read (the version first read, ", pinned,
+      ", is gone after ", delivered_, " bytes", live, ")"));
+}
+
 bool ObjectRead::on_headers(const HttpResponse& head) {
   MediaHeaders facts = protocol_->parse_media_headers(head, whole_object());
   if (!facts.not_as_stored.empty()) {
@@ -141,12 +157,9 @@ bool ObjectRead::on_headers(const HttpResponse& head) {
   const auto& seen = facts.version;
   if ((pin_.generation && seen.generation && *pin_.generation != *seen.generation) ||
       (!pin_.etag.empty() && !seen.etag.empty() && pin_.etag != seen.etag)) {
-    return reject(absl::FailedPreconditionError(absl::StrCat(
-        context(), ": the object changed while it was being read (",
-        pin_.generation
-            ? absl::StrCat("generation ", *pin_.generation, " became ", seen.generation.value_or(0))
-            : absl::StrCat("ETag ", pin_.etag, " became ", seen.etag),
-        ", after ", delivered_, " bytes)")));
+    return reject(version_changed(pin_.generation
+                                      ? absl::StrCat("generation ", seen.generation.value_or(0))
+                                      : absl::StrCat("ETag ", seen.etag)));
   }
   if (!pin_.generation) pin_.generation = seen.generation;
   if (pin_.etag.empty()) pin_.etag = seen.etag;
@@ -258,11 +271,7 @@ void ObjectRead::on_response(HttpResponse response) {
     return probe_size();
   }
   if (response.status.ok() && protocol_->version_gone(response, pin_)) {
-    return complete(absl::FailedPreconditionError(absl::StrCat(
-        context(), ": the object changed while it was being read (the version first read, ",
-        pin_.etag.empty() ? absl::StrCat("generation ", pin_.generation.value_or(0))
-                          : absl::StrCat("ETag ", pin_.etag),
-        ", is gone after ", delivered_, " bytes)")));
+    return complete(version_changed(""));
   }
   if (auto s = protocol_->check(response, context()); !s.ok()) return retry_or_fail(s);
   if (skip_ > 0) {

@@ -138,6 +138,8 @@ class ObjectRead : public std::enable_shared_from_this<ObjectRead> {
   using Step = void (ObjectRead::*)();
   // Re-runs `step` on the blocking pool when the protocol may block and this is a loop thread.
   bool moved_off_loop(Step step);
+  // FailedPrecondition: the pinned version is gone (`now`: the live version, when known).
+  absl::Status version_changed(const std::string& now) const;
   void attempt();
   void probe_size();
   bool on_headers(const HttpResponse& head);

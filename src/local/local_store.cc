@@ -424,6 +424,11 @@ class LocalStore : public ObjectStore, public std::enable_shared_from_this<Local
     if (!S_ISREG(st.st_mode)) return not_found(request.object);
     std::int64_t generation = internal::generation_of(st);
     std::string what = absl::StrCat("GET ", url_for(request.object));
+    if (!request.etag.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": file:// reads pin to a generation, not to an ETag (", request.etag,
+                       " was given)"));
+    }
     if (request.generation && *request.generation != generation) {
       return absl::NotFoundError(absl::StrCat(what, ": generation ", *request.generation,
                                               " not found (live generation is ", generation, ")"));

@@ -24,6 +24,10 @@ absl::Status S3ReadProtocol::validate(const ReadObjectRequest& request) const {
                                                    ": S3 objects have no generations (generation ",
                                                    *request.generation, " was requested)"));
   }
+  if (!request.etag.empty() && request.etag.find_first_of("\r\n") != std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GET ", url(request), ": an ETag cannot contain a line break"));
+  }
   return absl::OkStatus();
 }
 

@@ -41,7 +41,8 @@ ObjectMetadata metadata_from_headers(const internal::HttpResponse& response,
   meta.name = object;
   meta.size =
       internal::parse_decimal_u64(response.header("content-length").value_or("")).value_or(0);
-  meta.md5_hash = internal::md5_base64_from_etag(response.header("etag").value_or(""));
+  meta.etag = response.header("etag").value_or("");
+  meta.md5_hash = internal::md5_base64_from_etag(meta.etag);
   meta.crc32c = internal::full_object_crc32c(response);
   meta.content_type = response.header("content-type").value_or("");
   meta.storage_class = response.header("x-amz-storage-class").value_or("STANDARD");

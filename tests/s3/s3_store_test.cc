@@ -209,6 +209,48 @@ TEST_F(S3StoreTest, EmulatorReportsTheStoredCrc32cAndReadsVerifyIt) {
   EXPECT_TRUE(read->crc32c_verified);
 }
 
+// What a HEAD saw is what every range reads: an overwrite in between fails the read naming the
+// ETag, instead of stitching bytes of two versions together.
+TEST_F(S3StoreTest, ReadsPinnedToAnETagRefuseAnotherVersion) {
+  const std::string v1 = random_data(200'000, 11);
+  const std::string v2 = random_data(200'000, 12);
+  ASSERT_TRUE(store_->write_object(write("pinned"), v1).ok());
+  auto head = store_->get_object_metadata(bucket_, "pinned");
+  ASSERT_TRUE(head.ok()) << head.status();
+  ASSERT_FALSE(head->etag.empty());
+  // Pinned to the live version: read as usual.
+  auto req = read_req("pinned");
+  req.etag = head->etag;
+  req.offset = 1000;
+  req.length = 5000;
+  std::string buffer(5000, '\0');
+  auto r = store_->read_object(req, buffer.data(), buffer.size());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(buffer, v1.substr(1000, 5000));
+
+  ASSERT_TRUE(store_->write_object(write("pinned"), v2).ok());
+  r = store_->read_object(req, buffer.data(), buffer.size());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr(head->etag));
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("no longer the live one"));
+
+  // The Fetcher's ranges (what a ranged checkpoint load uses) carry the pin too: none of the
+  // new version's bytes (same size, so every range would "fit") reach the buffer as the old.
+  std::string out(v1.size(), '\0');
+  FetchTarget target;
+  target.object.name = "pinned";
+  target.object.size = v1.size();
+  target.buffer = out.data();
+  target.etag = head->etag;
+  FetchOptions options;
+  options.range_size = 32 << 10;
+  options.disable_compose = true;
+  Fetcher fetcher(store_, bucket_, options);
+  absl::Status fetched = fetcher.fetch({target});
+  EXPECT_EQ(fetched.code(), absl::StatusCode::kFailedPrecondition) << fetched;
+  EXPECT_THAT(std::string(fetched.message()), HasSubstr(head->etag));
+}
+
 TEST_F(S3StoreTest, RangedReadsAndBounds) {
   const std::string data = random_data(10'000, 3);
   ASSERT_TRUE(store_->write_object(write("r"), data).ok());
