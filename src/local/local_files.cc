@@ -2,6 +2,8 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -9,7 +11,10 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -34,49 +39,158 @@ struct Entry {
   bool is_dir;
 };
 
+// Whether `path` (which may contain symbolic links) resolves to a place below `root` ("/" for
+// the filesystem root, else canonical with no trailing slash).
+bool resolves_below(const std::string& root, const std::string& path) {
+  if (root == "/") return true;
+  char resolved[PATH_MAX];
+  if (realpath(path.c_str(), resolved) == nullptr) return false;
+  return absl::StartsWith(resolved, absl::StrCat(root, "/"));
+}
+
+struct Walk {
+  const std::string& root;
+  WalkBounds& b;
+  absl::Status& error;
+  const std::function<bool(const std::string&, const struct stat&)>& visit;
+  std::vector<std::pair<dev_t, ino_t>> ancestors;  // the directories being walked, outermost first
+};
+
 // Returns false when the walk must stop.
-bool walk_dir(const std::string& dir, const std::string& rel, WalkBounds& b, absl::Status& error,
-              const std::function<bool(const std::string&, const struct stat&)>& visit) {
+bool walk_dir(Walk& w, const std::string& dir, const std::string& rel) {
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) {
-    if (errno != ENOENT) error = posix_error(errno, "opendir", dir);
+    if (errno != ENOENT) w.error = posix_error(errno, "opendir", dir);
     return errno == ENOENT;
+  }
+  struct stat self;
+  const std::pair<dev_t, ino_t> id = fstat(dirfd(d), &self) == 0
+                                         ? std::make_pair(self.st_dev, self.st_ino)
+                                         : std::make_pair(dev_t{}, ino_t{});
+  if (std::find(w.ancestors.begin(), w.ancestors.end(), id) != w.ancestors.end()) {
+    closedir(d);  // a link back to a directory we are inside of: a loop, not more names
+    return true;
   }
   std::vector<Entry> entries;
   while (struct dirent* e = readdir(d)) {
     std::string_view name(e->d_name);
-    if (name == "." || name == ".." || is_local_temp_name(name)) continue;
+    if (name == "." || name == "..") continue;
+    const bool temporary = is_local_temp_name(name);
+    if (temporary && !w.b.temporaries) continue;
     bool is_dir = e->d_type == DT_DIR;
-    if (e->d_type == DT_UNKNOWN || e->d_type == DT_LNK) {
+    bool is_link = e->d_type == DT_LNK;
+    if (e->d_type == DT_UNKNOWN) {
+      struct stat st;
+      if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      is_dir = S_ISDIR(st.st_mode);
+      is_link = S_ISLNK(st.st_mode);
+    }
+    if (is_link) {
+      // Followed only where it stays below the root: no name of the store is outside it.
+      if (!resolves_below(w.root, absl::StrCat(dir, "/", av(name)))) continue;
       struct stat st;
       if (fstatat(dirfd(d), e->d_name, &st, 0) != 0) continue;
       is_dir = S_ISDIR(st.st_mode);
     }
+    if (temporary && is_dir) continue;
     entries.push_back({std::string(name) + (is_dir ? "/" : ""), std::string(name), is_dir});
   }
   closedir(d);
   std::sort(entries.begin(), entries.end(),
             [](const Entry& a, const Entry& b) { return a.key < b.key; });
+  w.ancestors.push_back(id);
+  bool go_on = true;
   for (const Entry& e : entries) {
     std::string full = rel + e.key;
+    WalkBounds& b = w.b;
     // Names with `full` as a prefix form one contiguous range; compare it with the bounds.
     bool related = starts_with(full, b.prefix) || (e.is_dir && starts_with(b.prefix, full));
     if (!related) {
-      if (full > b.prefix) return false;  // past every name with the prefix
+      if (full > b.prefix) {
+        go_on = false;  // past every name with the prefix
+        break;
+      }
       continue;
     }
-    if (!b.upper.empty() && full >= b.upper) return false;
+    if (!b.upper.empty() && full >= b.upper) {
+      go_on = false;
+      break;
+    }
     if (full < b.lower && !(e.is_dir && starts_with(b.lower, full))) continue;
     std::string path = dir + "/" + e.name;
     if (e.is_dir) {
-      if (!walk_dir(path, full, b, error, visit)) return false;
+      if (!walk_dir(w, path, full)) {
+        go_on = false;
+        break;
+      }
       continue;
     }
+    if (is_local_temp_name(e.name) != b.temporaries) continue;
     struct stat st;
     if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    if (!visit(full, st)) return false;
+    if (!w.visit(full, st)) {
+      go_on = false;
+      break;
+    }
   }
-  return true;
+  w.ancestors.pop_back();
+  return go_on;
+}
+
+std::atomic<int> g_kernel_openat2{-1};  // -1: not probed yet
+std::atomic<bool> g_openat2_disabled{false};
+
+long openat2_call(int dirfd, const char* path, int flags) {
+  struct open_how how {};
+  how.flags = static_cast<std::uint64_t>(flags);
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+  return syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+}
+
+// The directory `rel` ("" = the root itself) below root_fd, or -1 with errno set.
+int open_dir_at(int root_fd, const std::string& rel) {
+  constexpr int kFlags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
+  if (rel.empty()) return fcntl(root_fd, F_DUPFD_CLOEXEC, 0);
+  if (openat2_in_use()) return static_cast<int>(openat2_call(root_fd, rel.c_str(), kFlags));
+  int current = fcntl(root_fd, F_DUPFD_CLOEXEC, 0);
+  for (absl::string_view segment : absl::StrSplit(av(rel), '/')) {
+    if (current < 0) return -1;
+    const int next = openat(current, std::string(segment).c_str(), kFlags | O_NOFOLLOW);
+    const int err = errno;
+    close(current);
+    errno = err;
+    current = next;
+  }
+  return current;
+}
+
+// Why `rel`, a directory below `root` that the file `object` needs, could not be opened.
+absl::Status directory_error(int err, const std::string& root, const std::string& rel,
+                             std::string_view object) {
+  const std::string path = absl::StrCat(root == "/" ? "" : root, "/", rel);
+  auto escapes = [&](const std::string& at) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "cannot store '", av(object), "': ", at, " is a symbolic link ",
+        openat2_in_use() ? "that leads outside the store root "
+                         : "(without openat2 this kernel follows none below the store root ",
+        root, openat2_in_use() ? " (or a loop of links)" : ")"));
+  };
+  if (err == EXDEV || err == ELOOP) return escapes(path);
+  if (err == ENOTDIR) {
+    std::string at = root == "/" ? "" : root;
+    for (absl::string_view segment : absl::StrSplit(av(rel), '/')) {
+      absl::StrAppend(&at, "/", segment);
+      struct stat st;
+      if (lstat(at.c_str(), &st) != 0) break;
+      if (S_ISLNK(st.st_mode)) return escapes(at);
+      if (!S_ISDIR(st.st_mode)) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("cannot store '", av(object), "': ", at,
+                         " is a file, so no object can live below it on the local filesystem"));
+      }
+    }
+  }
+  return posix_error(err, "open directory", path);
 }
 
 }  // namespace
@@ -174,33 +288,60 @@ absl::StatusOr<std::size_t> pread_full(int fd, char* data, std::size_t size, std
   return done;
 }
 
-absl::Status fsync_directory(const std::string& dir) {
-  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return posix_error(errno, "open directory", dir);
-  int rc = fsync(fd);
-  int err = errno;
-  close(fd);
-  if (rc != 0) return posix_error(err, "fsync directory", dir);
-  return absl::OkStatus();
+Fd& Fd::operator=(Fd&& o) noexcept {
+  reset();
+  fd_ = o.release();
+  return *this;
 }
 
-absl::Status make_parent_directories(const std::string& root, std::string_view relative_file) {
-  std::size_t slash = relative_file.rfind('/');
-  if (slash == std::string_view::npos) return absl::OkStatus();
-  std::string path = root;
-  for (absl::string_view segment : absl::StrSplit(av(relative_file.substr(0, slash)), '/')) {
-    absl::StrAppend(&path, "/", segment);
-    if (mkdir(path.c_str(), 0755) == 0) continue;
-    if (errno != EEXIST) return posix_error(errno, "mkdir", path);
-    struct stat st;
-    if (stat(path.c_str(), &st) != 0) return posix_error(errno, "stat", path);
-    if (!S_ISDIR(st.st_mode)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("cannot store '", av(relative_file), "': ", path,
-                       " is a file, so no object can live below it on the local filesystem"));
-    }
+int Fd::release() { return std::exchange(fd_, -1); }
+
+void Fd::reset() {
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
+}
+
+bool openat2_in_use() {
+  if (g_openat2_disabled.load()) return false;
+  int known = g_kernel_openat2.load();
+  if (known < 0) {
+    // Absent (ENOSYS) or refused by a seccomp filter (EPERM, as older container runtimes do).
+    const long fd = openat2_call(AT_FDCWD, "/", O_PATH | O_CLOEXEC);
+    known = fd >= 0 ? 1 : (errno == ENOSYS || errno == EPERM ? 0 : 1);
+    if (fd >= 0) close(static_cast<int>(fd));
+    g_kernel_openat2 = known;
   }
-  return absl::OkStatus();
+  return known == 1;
+}
+
+void set_openat2_enabled_for_testing(bool enabled) { g_openat2_disabled = !enabled; }
+
+absl::StatusOr<Fd> open_parent_beneath(const std::string& root, std::string_view relative_file,
+                                       bool create) {
+  const std::string root_dir = root.empty() ? "/" : root;
+  Fd root_fd(open(root_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (root_fd.get() < 0) return posix_error(errno, "open store root", root_dir);
+  const std::size_t slash = relative_file.rfind('/');
+  const std::string dir(slash == std::string_view::npos ? "" : relative_file.substr(0, slash));
+  Fd fd(open_dir_at(root_fd.get(), dir));
+  if (fd.get() >= 0) return fd;
+  if (errno != ENOENT || !create) return directory_error(errno, root_dir, dir, relative_file);
+  // Made one level at a time, each inside a directory already opened below the root.
+  Fd parent(fcntl(root_fd.get(), F_DUPFD_CLOEXEC, 0));
+  std::string prefix;
+  for (absl::string_view segment : absl::StrSplit(av(dir), '/')) {
+    prefix = prefix.empty() ? std::string(segment) : absl::StrCat(prefix, "/", segment);
+    Fd next(open_dir_at(root_fd.get(), prefix));
+    if (next.get() < 0 && errno == ENOENT) {
+      if (mkdirat(parent.get(), std::string(segment).c_str(), 0755) != 0 && errno != EEXIST) {
+        return posix_error(errno, "mkdir", absl::StrCat(root, "/", prefix));
+      }
+      next = Fd(open_dir_at(root_fd.get(), prefix));
+    }
+    if (next.get() < 0) return directory_error(errno, root_dir, prefix, relative_file);
+    parent = std::move(next);
+  }
+  return parent;
 }
 
 void remove_empty_parents(const std::string& root, std::string_view relative_file) {
@@ -208,15 +349,20 @@ void remove_empty_parents(const std::string& root, std::string_view relative_fil
   for (std::size_t slash = rel.rfind('/'); slash != std::string_view::npos;
        slash = rel.rfind('/')) {
     rel = rel.substr(0, slash);
-    std::string dir = absl::StrCat(root, "/", av(rel));
-    if (rmdir(dir.c_str()) != 0) return;  // not empty (or gone): stop climbing
+    auto parent = open_parent_beneath(root, rel, /*create=*/false);
+    if (!parent.ok()) return;
+    const std::size_t last = rel.rfind('/');
+    const std::string base(last == std::string_view::npos ? rel : rel.substr(last + 1));
+    // Not empty, gone, or a symbolic link (ENOTDIR): stop climbing.
+    if (unlinkat(parent->get(), base.c_str(), AT_REMOVEDIR) != 0) return;
   }
 }
 
 absl::Status walk_sorted(const std::string& root, WalkBounds& bounds,
                          const std::function<bool(const std::string&, const struct stat&)>& visit) {
   absl::Status error;
-  walk_dir(root, "", bounds, error, visit);
+  Walk walk{root, bounds, error, visit, {}};
+  walk_dir(walk, root, "");
   return error;
 }
 

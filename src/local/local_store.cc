@@ -3,6 +3,7 @@
 // and renamed into place, so readers see either the old or the new object, never a mix.
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <array>
@@ -31,37 +32,18 @@ namespace {
 
 using internal::av;
 
+using internal::Fd;
 using internal::posix_error;
 
 constexpr int kMaxComposeSources = 32;
 constexpr std::size_t kCopyChunk = 1 << 20;
+// On a temporary file: the object it was started for, so that cleanup can name it.
+constexpr char kObjectAttribute[] = "user.dataflux.object";
 
 std::string random_suffix() {
   thread_local std::mt19937_64 rng(std::random_device{}());
   return absl::StrCat(absl::Hex(rng(), absl::kZeroPad16));
 }
-
-// A file descriptor closed on scope exit.
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd() { reset(); }
-  Fd(Fd&& o) noexcept : fd_(o.release()) {}
-  Fd& operator=(Fd&& o) noexcept {
-    reset();
-    fd_ = o.release();
-    return *this;
-  }
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-  void reset() {
-    if (fd_ >= 0) close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_;
-};
 
 absl::Status check_generation_precondition(std::optional<std::int64_t> want,
                                            std::optional<std::int64_t> live,
@@ -87,12 +69,16 @@ class LocalStore;
 
 class LocalWriteSession : public WriteSession {
  public:
+  // `dir`: the destination's directory, opened below the root; `temp_name`: the temporary
+  // file in it, open as `fd`.
   LocalWriteSession(std::shared_ptr<LocalStore> store, WriteObjectRequest request,
-                    std::string session_id, std::string temp_path, Fd fd, std::uint64_t persisted,
-                    std::uint32_t crc)
+                    std::string session_id, Fd dir, std::string temp_name, std::string temp_path,
+                    Fd fd, std::uint64_t persisted, std::uint32_t crc)
       : store_(store),
         request_(std::move(request)),
         session_id_(std::move(session_id)),
+        dir_(std::move(dir)),
+        temp_name_(std::move(temp_name)),
         temp_path_(std::move(temp_path)),
         fd_(std::move(fd)),
         persisted_(persisted),
@@ -121,7 +107,7 @@ class LocalWriteSession : public WriteSession {
     if (done_) return absl::OkStatus();
     done_ = true;
     fd_.reset();
-    if (unlink(temp_path_.c_str()) != 0 && errno != ENOENT) {
+    if (unlinkat(dir_.get(), temp_name_.c_str(), 0) != 0 && errno != ENOENT) {
       return posix_error(errno, "unlink", temp_path_);
     }
     return absl::OkStatus();
@@ -131,7 +117,9 @@ class LocalWriteSession : public WriteSession {
   std::shared_ptr<LocalStore> store_;  // kept alive while a session exists
   WriteObjectRequest request_;
   std::string session_id_;
-  std::string temp_path_;
+  Fd dir_;
+  std::string temp_name_;
+  std::string temp_path_;  // for messages
   Fd fd_;
   std::uint64_t persisted_;
   std::uint32_t crc_;
@@ -266,15 +254,18 @@ class LocalStore : public ObjectStore, public std::enable_shared_from_this<Local
   absl::StatusOr<std::unique_ptr<WriteSession>> start_resumable_write(
       const WriteObjectRequest& request) override {
     if (absl::Status s = check_name(request.bucket, request.object); !s.ok()) return s;
-    if (absl::Status s = internal::make_parent_directories(root_, request.object); !s.ok()) {
-      return s;
-    }
-    std::string rel_temp = sibling_name(request.object, internal::kLocalUploadPrefix);
-    std::string temp = path_of(rel_temp);
-    Fd fd(open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+    auto dir = internal::open_parent_beneath(root_, request.object, /*create=*/true);
+    if (!dir.ok()) return dir.status();
+    const std::string name = absl::StrCat(av(internal::kLocalUploadPrefix), random_suffix());
+    const std::string rel_temp = absl::StrCat(parent_of(request.object), name);
+    const std::string temp = path_of(rel_temp);
+    Fd fd(openat(dir->get(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+                 0644));
     if (fd.get() < 0) return posix_error(errno, "create", temp);
-    return std::unique_ptr<WriteSession>(new LocalWriteSession(
-        shared_from_this(), request, absl::StrCat("local:", rel_temp), temp, std::move(fd), 0, 0));
+    (void)fsetxattr(fd.get(), kObjectAttribute, request.object.data(), request.object.size(), 0);
+    return std::unique_ptr<WriteSession>(
+        new LocalWriteSession(shared_from_this(), request, absl::StrCat("local:", rel_temp),
+                              *std::move(dir), name, temp, std::move(fd), 0, 0));
   }
 
   absl::StatusOr<std::unique_ptr<WriteSession>> resume_resumable_write(
@@ -291,7 +282,10 @@ class LocalStore : public ObjectStore, public std::enable_shared_from_this<Local
                                                      "' is not an upload session of this object"));
     }
     std::string temp = path_of(std::string(rel.substr(6)));
-    Fd fd(open(temp.c_str(), O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW));
+    std::string name(rel.substr(6 + expected_dir.size()));
+    auto dir = internal::open_parent_beneath(root_, request.object, /*create=*/false);
+    if (!dir.ok()) return dir.status();
+    Fd fd(openat(dir->get(), name.c_str(), O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW));
     if (fd.get() < 0) return not_found_or(errno, "open upload session", request.object);
     // The checksum covers every byte, so re-read what the interrupted writer left.
     std::uint32_t crc = 0;
@@ -304,8 +298,9 @@ class LocalStore : public ObjectStore, public std::enable_shared_from_this<Local
       size += *got;
       if (*got < chunk.size()) break;
     }
-    return std::unique_ptr<WriteSession>(new LocalWriteSession(
-        shared_from_this(), request, session_id, temp, std::move(fd), size, crc));
+    return std::unique_ptr<WriteSession>(new LocalWriteSession(shared_from_this(), request,
+                                                               session_id, *std::move(dir), name,
+                                                               temp, std::move(fd), size, crc));
   }
 
   absl::StatusOr<ObjectMetadata> compose_object(const ComposeObjectRequest& request) override {
@@ -337,64 +332,130 @@ class LocalStore : public ObjectStore, public std::enable_shared_from_this<Local
 
   absl::Status delete_object(const DeleteObjectRequest& request) override {
     if (absl::Status s = check_name(request.bucket, request.object); !s.ok()) return s;
-    std::string path = path_of(request.object);
+    auto dir = internal::open_parent_beneath(root_, request.object, /*create=*/false);
+    if (!dir.ok()) {
+      if (dir.status().code() == absl::StatusCode::kNotFound) return not_found(request.object);
+      return internal::annotate(dir.status(), absl::StrCat("DELETE ", url_for(request.object)));
+    }
+    const std::string name = base_of(request.object);
     std::lock_guard<std::mutex> lock(lock_for(request.object));
     struct stat st;
-    if (lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return not_found(request.object);
+    if (fstatat(dir->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) {
+      return not_found(request.object);
+    }
     if (absl::Status s =
             check_generation_precondition(request.if_generation_match, internal::generation_of(st),
                                           absl::StrCat("DELETE ", url_for(request.object)));
         !s.ok()) {
       return s;
     }
-    if (unlink(path.c_str()) != 0) return not_found_or(errno, "unlink", request.object);
+    if (unlinkat(dir->get(), name.c_str(), 0) != 0) {
+      return not_found_or(errno, "unlink", request.object);
+    }
     internal::remove_empty_parents(root_, request.object);
     return absl::OkStatus();
   }
 
+  // The temporary files of writes that never finished (a crashed save), like S3's incomplete
+  // multipart uploads: `object` is the name the write was for (kept in an attribute; without
+  // user xattrs, the temporary file's own name), `started` its last modification.
+  absl::StatusOr<std::vector<PendingUpload>> list_pending_uploads(
+      const std::string& bucket, const std::string& prefix) override {
+    if (absl::Status s = check_bucket(bucket); !s.ok()) return s;
+    internal::WalkBounds bounds;
+    bounds.prefix = parent_of(prefix);  // a temporary file sits beside its object
+    bounds.temporaries = true;
+    std::vector<PendingUpload> out;
+    absl::Status walk = internal::walk_sorted(
+        root_dir(), bounds, [&](const std::string& name, const struct stat& st) {
+          PendingUpload upload;
+          upload.id = absl::StrCat("local:", name);
+          char object[PATH_MAX];
+          const ssize_t n =
+              getxattr(path_of(name).c_str(), kObjectAttribute, object, sizeof(object));
+          upload.object = n > 0 ? std::string(object, static_cast<std::size_t>(n)) : name;
+          upload.started = std::chrono::system_clock::time_point(
+              std::chrono::nanoseconds(internal::generation_of(st)));
+          if (absl::StartsWith(upload.object, prefix)) out.push_back(std::move(upload));
+          return true;
+        });
+    if (!walk.ok()) return internal::annotate(walk, absl::StrCat("LIST ", url_for(prefix)));
+    return out;
+  }
+
+  absl::Status abort_pending_upload(const std::string& bucket,
+                                    const PendingUpload& upload) override {
+    if (absl::Status s = check_bucket(bucket); !s.ok()) return s;
+    std::string_view rel = upload.id;
+    const std::string what = absl::StrCat("abort the unfinished write of ", url_for(upload.object));
+    if (!absl::StartsWith(av(rel), "local:")) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": not a local upload"));
+    }
+    rel.remove_prefix(6);
+    const std::string dir = parent_of(std::string(rel));
+    const std::string name(rel.substr(dir.size()));
+    if (!absl::StartsWith(name, av(internal::kLocalUploadPrefix)) ||
+        (!dir.empty() && !internal::check_local_object_name(dir.substr(0, dir.size() - 1)).ok())) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": not a temporary file of this store"));
+    }
+    auto parent = internal::open_parent_beneath(root_, rel, /*create=*/false);
+    if (!parent.ok()) {
+      return parent.status().code() == absl::StatusCode::kNotFound ? absl::OkStatus()
+                                                                   : parent.status();
+    }
+    if (unlinkat(parent->get(), name.c_str(), 0) != 0 && errno != ENOENT) {
+      return internal::annotate(posix_error(errno, "unlink", path_of(std::string(rel))), what);
+    }
+    internal::remove_empty_parents(root_, rel);
+    return absl::OkStatus();
+  }
+
   // Renames a finished temporary file into place if the destination precondition holds.
-  absl::StatusOr<ObjectMetadata> commit(int fd, const std::string& temp,
-                                        const WriteObjectRequest& request, std::uint32_t crc,
-                                        std::uint64_t size) {
+  // `dir` holds the temporary file `temp_name` (`temp` in messages) and receives the object.
+  absl::StatusOr<ObjectMetadata> commit(int fd, int dir, const std::string& temp_name,
+                                        const std::string& temp, const WriteObjectRequest& request,
+                                        std::uint32_t crc, std::uint64_t size) {
     std::string what = absl::StrCat("WRITE ", url_for(request.object));
+    auto discard = [&] { unlinkat(dir, temp_name.c_str(), 0); };
     if (request.crc32c && *request.crc32c != crc) {
-      unlink(temp.c_str());
+      discard();
       return absl::DataLossError(absl::StrCat(
           what, ": CRC32C mismatch: the caller expected ", internal::crc32c_text(*request.crc32c),
           " but the bytes written have ", internal::crc32c_text(crc)));
     }
     if (options_.fsync && fsync(fd) != 0) {
       int err = errno;
-      unlink(temp.c_str());
+      discard();
       return posix_error(err, "fsync", temp);
     }
     auto generation = internal::stamp_new_generation(fd, temp);
     if (!generation.ok()) {
-      unlink(temp.c_str());
+      discard();
       return generation.status();
     }
     internal::store_crc32c(fd, *generation, crc);
     std::string path = path_of(request.object);
+    const std::string name = base_of(request.object);
     {
       std::lock_guard<std::mutex> lock(lock_for(request.object));
       struct stat st;
       std::optional<std::int64_t> live;
-      if (lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      if (fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
         live = internal::generation_of(st);
       }
       if (absl::Status s = check_generation_precondition(request.if_generation_match, live, what);
           !s.ok()) {
-        unlink(temp.c_str());
+        discard();
         return s;
       }
-      if (rename(temp.c_str(), path.c_str()) != 0) {
+      if (renameat(dir, temp_name.c_str(), dir, name.c_str()) != 0) {
         int err = errno;
-        unlink(temp.c_str());
+        discard();
         return posix_error(err, "rename into", path);
       }
     }
     if (options_.fsync) {
-      if (absl::Status s = internal::fsync_directory(parent_dir(path)); !s.ok()) return s;
+      if (fsync(dir) != 0) return posix_error(errno, "fsync directory", parent_dir(path));
     }
     ObjectMetadata m;
     m.bucket = root_given_;
@@ -574,8 +635,9 @@ class LocalStore : public ObjectStore, public std::enable_shared_from_this<Local
     std::size_t slash = path.rfind('/');
     return slash == 0 ? "/" : path.substr(0, slash);
   }
-  static std::string sibling_name(const std::string& object, std::string_view prefix) {
-    return absl::StrCat(parent_of(object), av(prefix), random_suffix());
+  static std::string base_of(const std::string& object) {
+    std::size_t slash = object.rfind('/');
+    return slash == std::string::npos ? object : object.substr(slash + 1);
   }
   // The smallest string greater than every string starting with `p`; empty when none.
   static std::string prefix_successor(std::string p) {
@@ -597,7 +659,8 @@ class LocalStore : public ObjectStore, public std::enable_shared_from_this<Local
 absl::StatusOr<ObjectMetadata> LocalWriteSession::finish() {
   if (done_) return absl::FailedPreconditionError("finish on a finished or cancelled session");
   done_ = true;
-  auto result = store_->commit(fd_.get(), temp_path_, request_, crc_, persisted_);
+  auto result =
+      store_->commit(fd_.get(), dir_.get(), temp_name_, temp_path_, request_, crc_, persisted_);
   fd_.reset();
   return result;
 }

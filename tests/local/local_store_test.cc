@@ -1,5 +1,6 @@
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 
 #include "dataflux/crc32c.h"
 #include "dataflux/local.h"
+#include "local/local_files.h"
 
 namespace dataflux {
 namespace {
@@ -263,6 +265,118 @@ TEST_F(LocalStoreTest, NoEscapeFromTheRoot) {
 
   auto other = store_->get_object_metadata("/somewhere/else", "x");
   EXPECT_EQ(other.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Writes, deletes and listings never reach outside the root through symbolic links, with
+// openat2 (RESOLVE_BENEATH) and without it (component by component, O_NOFOLLOW), and loops of
+// links end.
+TEST_F(LocalStoreTest, WritesDeletesAndListingsNeverLeaveTheRootThroughSymlinks) {
+  const std::string outside = root_ + "-outside";
+  fs::create_directories(outside + "/sub");
+  std::ofstream(outside + "/victim") << "victim";
+  fs::create_symlink(outside, root_ + "/link");                  // a directory out
+  fs::create_symlink(outside + "/victim", root_ + "/file-link");  // a file out
+  fs::create_symlink(root_, root_ + "/loop");                     // the root itself
+  put("a/b/real", "real");
+  fs::create_symlink("..", root_ + "/a/b/up");  // a loop inside the root
+  fs::create_symlink("a", root_ + "/alias");    // a directory inside the root
+  for (bool openat2 : {true, false}) {
+    SCOPED_TRACE(openat2 ? "openat2" : "O_NOFOLLOW");
+    internal::set_openat2_enabled_for_testing(openat2);
+    for (const char* name : {"link/new", "link/sub/deeper/new"}) {
+      WriteObjectRequest req;
+      req.object = name;
+      auto w = store_->write_object(req, "x");
+      EXPECT_EQ(w.status().code(), absl::StatusCode::kPermissionDenied) << name << w.status();
+      EXPECT_THAT(std::string(w.status().message()), HasSubstr("symbolic link")) << w.status();
+    }
+    EXPECT_FALSE(fs::exists(outside + "/new"));
+    EXPECT_FALSE(fs::exists(outside + "/sub/deeper"));
+    ComposeObjectRequest compose;
+    compose.destination = "link/composed";
+    compose.sources = {{"a/b/real", std::nullopt}};
+    EXPECT_FALSE(store_->compose_object(compose).ok());
+    EXPECT_FALSE(fs::exists(outside + "/composed"));
+
+    DeleteObjectRequest del;
+    del.object = "link/victim";
+    EXPECT_FALSE(store_->delete_object(del).ok());
+    del.object = "file-link";
+    EXPECT_FALSE(store_->delete_object(del).ok());
+    EXPECT_TRUE(fs::exists(outside + "/victim"));
+
+    // Only names below the root, each loop entered once at most.
+    EXPECT_THAT(list_all({}), ElementsAre("a/b/real", "alias/b/real"));
+    EXPECT_EQ(get("alias/b/real"), "real");
+
+    // A link that stays inside the root is followed by openat2 and refused without it.
+    WriteObjectRequest inside;
+    inside.object = "alias/b/via-alias";
+    auto w = store_->write_object(inside, "y");
+    if (openat2 && internal::openat2_in_use()) {
+      EXPECT_TRUE(w.ok()) << w.status();
+      EXPECT_TRUE(fs::exists(root_ + "/a/b/via-alias"));
+      DeleteObjectRequest d;
+      d.object = "alias/b/via-alias";
+      EXPECT_TRUE(store_->delete_object(d).ok());
+    } else {
+      EXPECT_EQ(w.status().code(), absl::StatusCode::kPermissionDenied) << w.status();
+    }
+    EXPECT_FALSE(fs::exists(root_ + "/a/b/via-alias"));
+    EXPECT_TRUE(fs::is_directory(root_ + "/a/b"));  // not removed through the alias
+  }
+  internal::set_openat2_enabled_for_testing(true);
+  // Writing over a link replaces the link, never the file it points to.
+  put("file-link", "mine");
+  EXPECT_EQ(get("file-link"), "mine");
+  std::ifstream victim(outside + "/victim");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(victim), {}), "victim");
+  fs::remove_all(outside);
+}
+
+// A save that crashed leaves its temporary file: hidden from listings, but reported as an
+// unfinished write of its object and removed on request, as S3's incomplete multipart uploads.
+TEST_F(LocalStoreTest, ACrashedWritesTemporaryFileIsAPendingUpload) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    WriteObjectRequest req;
+    req.object = "ckpt/step-1/model.pt";
+    auto session = store_->start_resumable_write(req);
+    if (!session.ok() || !(*session)->write(std::string(1000, 'x')).ok()) _exit(1);
+    _exit(0);  // crashed: no destructor cancels the session
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  put("ckpt/other.pt", "done");
+
+  EXPECT_THAT(list_all({}), ElementsAre("ckpt/other.pt"));
+  auto pending = store_->list_pending_uploads(root_, "ckpt/");
+  ASSERT_TRUE(pending.ok()) << pending.status();
+  ASSERT_EQ(pending->size(), 1u);
+  EXPECT_EQ((*pending)[0].object, "ckpt/step-1/model.pt");
+  EXPECT_LE((*pending)[0].started, std::chrono::system_clock::now());
+  EXPECT_GT((*pending)[0].started, std::chrono::system_clock::now() - std::chrono::minutes(10));
+  // Under another prefix, or a prefix of the object's name: found only where it belongs.
+  EXPECT_TRUE(store_->list_pending_uploads(root_, "other/")->empty());
+  EXPECT_EQ(store_->list_pending_uploads(root_, "ckpt/step-1/mo")->size(), 1u);
+
+  ASSERT_TRUE(store_->abort_pending_upload(root_, (*pending)[0]).ok());
+  EXPECT_TRUE(store_->list_pending_uploads(root_, "")->empty());
+  EXPECT_FALSE(fs::exists(root_ + "/ckpt/step-1"));  // its empty directory went with it
+  EXPECT_THAT(list_all({}), ElementsAre("ckpt/other.pt"));
+
+  // An id that is not one of the store's temporary files is refused, never unlinked.
+  PendingUpload forged;
+  forged.object = "ckpt/other.pt";
+  forged.id = "local:ckpt/other.pt";
+  EXPECT_EQ(store_->abort_pending_upload(root_, forged).code(),
+            absl::StatusCode::kInvalidArgument);
+  forged.id = "local:../x/.dataflux-upload-1";
+  EXPECT_EQ(store_->abort_pending_upload(root_, forged).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(get("ckpt/other.pt"), "done");
 }
 
 TEST_F(LocalStoreTest, DetectsCorruptionOfStoredBytes) {
