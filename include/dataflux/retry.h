@@ -16,12 +16,22 @@
 
 namespace dataflux {
 
+// The defaults fail fast on an endpoint that is wrong or down, yet ride out a blip: with them
+// an unreachable endpoint fails within 50 s and one that accepts connections but stops
+// sending within 80 s (the deadline plus TransportOptions::stall_timeout), each with the last
+// error, the attempts made and the time taken. Progress (a resumed read delivering bytes)
+// restarts both budgets, so a long read or save fails only when nothing moves for that long.
+// A week-long job that should outlast a regional outage of minutes rather than stop and
+// resume from its checkpoint raises `deadline` (e.g. 10 min) and `max_attempts` (e.g. 30); see
+// the README's "Time to fail".
 struct RetryOptions {
-  int max_attempts = 10;                           // attempts per operation, the first included
+  int max_attempts = 10;                           // attempts without progress, the first included
   std::chrono::milliseconds initial_backoff{100};  // ceiling of the first wait
   std::chrono::milliseconds max_backoff{30'000};   // ceiling of any wait
   double multiplier = 2.0;                         // ceiling growth per attempt
-  std::chrono::milliseconds deadline{600'000};     // total time per operation, waits included
+  // Time an operation may go without progress, attempts and waits included: no attempt starts
+  // after it, and an attempt's connect timeout is cut to what is left of it.
+  std::chrono::milliseconds deadline{50'000};
 };
 
 inline bool operator==(const RetryOptions& a, const RetryOptions& b) {

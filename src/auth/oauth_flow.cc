@@ -100,7 +100,9 @@ absl::StatusOr<AccessToken> send_with_retry(const std::function<HttpRequest()>& 
   RetryState retry(options, Idempotency::kIdempotent);
   std::shared_ptr<HttpTransport> transport = HttpTransport::instance();
   for (;;) {
-    HttpResponse response = transport->send(make());
+    HttpRequest request = make();
+    request.connect_timeout = retry.remaining();
+    HttpResponse response = transport->send(std::move(request));
     absl::StatusOr<AccessToken> token = to_token(response, what, where, secrets);
     if (token.ok()) return token;
     if (!response.status.ok() && !retry_transport) return token.status();

@@ -29,7 +29,8 @@ RetryState::RetryState(const RetryOptions& options, Idempotency idempotency, Clo
     : options_(options),
       idempotency_(idempotency),
       clock_(clock),
-      deadline_(clock.now() + to_absl(options.deadline)),
+      started_(clock.now()),
+      deadline_(started_ + to_absl(options.deadline)),
       rng_(seed != 0 ? seed : std::random_device{}()) {}
 
 std::optional<absl::Duration> RetryState::on_failure(const absl::Status& error) {
@@ -55,10 +56,24 @@ std::optional<absl::Duration> RetryState::on_failure(const absl::Status& error) 
   return delay;
 }
 
+void RetryState::on_progress() {
+  attempts_ = 0;
+  started_ = clock_.now();
+  deadline_ = started_ + to_absl(options_.deadline);
+}
+
+absl::Duration RetryState::remaining() const {
+  return std::max(absl::ZeroDuration(), deadline_ - clock_.now());
+}
+
 absl::Status RetryState::final_error(const absl::Status& last) const {
   if (failures_ <= 1) return last;
-  return absl::Status(last.code(),
-                      absl::StrCat(last.message(), " (after ", failures_, " attempts)"));
+  const absl::Duration took = absl::Trunc(clock_.now() - started_, absl::Milliseconds(100));
+  return absl::Status(
+      last.code(),
+      absl::StrCat(last.message(), " (after ", failures_, " attempts, ", absl::FormatDuration(took),
+                   " without progress; retry limits: ", std::max(1, options_.max_attempts),
+                   " attempts, ", absl::FormatDuration(to_absl(options_.deadline)), ")"));
 }
 
 absl::Status retry_loop_status(RetryState& state, const std::function<absl::Status(int)>& op) {

@@ -44,13 +44,17 @@ class RetryState {
   std::optional<absl::Duration> on_failure(const absl::Status& error);
 
   // The operation moved forward since its last failure (a resumed read delivered bytes): it
-  // has not failed, so the attempt count and the backoff start over, as google-cloud-cpp's
-  // resumed reads do. The deadline is untouched and still bounds the whole operation.
-  void on_progress() { attempts_ = 0; }
+  // has not failed, so the attempt count, the backoff and the deadline start over, as
+  // google-cloud-cpp's resumed reads do (a fresh retry policy per failure after progress). A
+  // long read thus fails only when it stops moving, not because it is long.
+  void on_progress();
+  // What is left of the deadline (never negative): the most an attempt may spend connecting.
+  absl::Duration remaining() const;
 
   int attempts() const { return attempts_; }  // failed attempts since the last progress
-  // The error to return when giving up: the last error, its message suffixed with
-  // " (after N attempts)" when more than one was made.
+  // The error to return when giving up: the last error, its message suffixed, when more than
+  // one attempt was made, with " (after N attempts, T without progress; retry limits: M
+  // attempts, D)" so that the message says what was tried and for how long.
   absl::Status final_error(const absl::Status& last) const;
   Clock& clock() { return clock_; }
 
@@ -58,6 +62,7 @@ class RetryState {
   RetryOptions options_;
   Idempotency idempotency_;
   Clock& clock_;
+  absl::Time started_;  // of the current stretch without progress
   absl::Time deadline_;
   int attempts_ = 0;
   int failures_ = 0;  // every failure, for the final message

@@ -209,6 +209,7 @@ absl::Status GcsWriteSession::cancel_locked() {
     HttpRequest r = client_->new_request_to_url("DELETE", session_url_);
     absl::Status s = client_->authorize(r);
     if (s.ok()) {
+      r.connect_timeout = retry.remaining();
       HttpResponse response = client_->transport().send(std::move(r));
       // GCS answers a cancelled session with 499; a session already gone is just as good.
       bool gone =
@@ -302,6 +303,7 @@ absl::Status GcsWriteSession::send(std::string_view data, bool final,
     absl::Status s = client_->authorize(r);
     if (s.ok()) {
       std::string sent_authorization = GcsClient::authorization_of(r);
+      r.connect_timeout = retry.remaining();
       HttpResponse response = client_->transport().send(std::move(r));
       if (client_->refresh_after_unauthorized(response, sent_authorization, &refreshed)) continue;
       s = client_->check(response, context_);

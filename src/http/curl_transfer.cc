@@ -145,8 +145,13 @@ absl::Status configure_transfer(Transfer& t, const TransportOptions& options) {
   curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t.error_buffer);
   // Signals cannot be used from threads; timeouts rely on the multi loop instead.
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
-                   static_cast<long>(options.connect_timeout.count()));
+  std::int64_t connect_ms = options.connect_timeout.count();
+  if (req.connect_timeout) {
+    // At least 1 ms: 0 would mean libcurl's own default (300 s), not "no time left".
+    connect_ms = std::max<std::int64_t>(
+        1, std::min(connect_ms, absl::ToInt64Milliseconds(*req.connect_timeout)));
+  }
+  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(connect_ms));
   std::chrono::milliseconds timeout = options.request_timeout;
   if (req.timeout) timeout = std::chrono::milliseconds(absl::ToInt64Milliseconds(*req.timeout));
   if (timeout.count() > 0) {

@@ -1,9 +1,11 @@
 #include "http/event_loop.h"
 
 #include <algorithm>
+#include <exception>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/log.h"
 
 namespace dataflux::internal {
 namespace {
@@ -17,11 +19,15 @@ long limit_or_default(std::size_t value, std::size_t fallback) {
 }
 
 // A throwing callback must not take the loop thread, and every request on it, down with it.
+// Its exception has nobody to go to, so it is logged as an error.
 template <typename Fn, typename... Args>
 void run_guarded(Fn& fn, Args&&... args) {
   try {
     fn(std::forward<Args>(args)...);
-  } catch (...) {  // NOLINT(bugprone-empty-catch): nobody to report to on the loop thread
+  } catch (const std::exception& e) {
+    log(LogLevel::kError, absl::StrCat("a completion callback threw (ignored): ", e.what()));
+  } catch (...) {
+    log(LogLevel::kError, "a completion callback threw (ignored): not a std::exception");
   }
 }
 

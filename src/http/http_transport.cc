@@ -363,6 +363,7 @@ absl::StatusOr<HttpResponse> send_with_retry(
       absl::StatusOr<HttpRequest> request = make();
       if (!request.ok()) return request.status();
       request->idempotent = idempotency == Idempotency::kIdempotent;
+      request->connect_timeout = retry.remaining();
       HttpResponse response = transport.send(*std::move(request));
       if (resend && resend(response)) continue;
       if (auto s = check(response); !s.ok()) return s;

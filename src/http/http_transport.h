@@ -77,6 +77,8 @@ struct HttpRequest {
   // Overrides TransportOptions::request_timeout / stall_timeout for this request.
   std::optional<absl::Duration> timeout;
   std::optional<absl::Duration> stall_timeout;
+  // Cuts TransportOptions::connect_timeout (never raises it): what a retry budget has left.
+  std::optional<absl::Duration> connect_timeout;
 };
 
 struct HttpResponse {

@@ -122,6 +122,7 @@ void ObjectRead::attempt() {
   request->body_sink = [self](const char* data, std::size_t size) {
     return self->on_bytes(data, size);
   };
+  request->connect_timeout = retry_.remaining();
   protocol_->transport().submit(*std::move(request), [self](HttpResponse response) {
     self->on_response(std::move(response));
   });
@@ -321,6 +322,7 @@ void ObjectRead::probe_size() {
   if (!request.ok()) return retry_or_fail(request.status(), &ObjectRead::probe_size);
   sent_authorization_ = authorization_of(*request);
   auto self = shared_from_this();
+  request->connect_timeout = retry_.remaining();
   protocol_->transport().submit(*std::move(request), [self](HttpResponse response) {
     self->on_probe_response(std::move(response));
   });

@@ -66,7 +66,7 @@ TEST(RetryPolicy, FullJitterStaysUnderTheGrowingCeiling) {
 
 // A resumed read that delivered bytes has not failed: the count and the backoff start over,
 // while the deadline keeps bounding the whole operation.
-TEST(RetryPolicy, ProgressResetsTheAttemptsButNotTheDeadline) {
+TEST(RetryPolicy, ProgressRestartsTheAttemptsAndTheDeadline) {
   FakeClock clock;
   RetryState state(fast_options(), Idempotency::kIdempotent, clock, 3);
   for (int round = 0; round < 20; ++round) {  // 20 failures, far past max_attempts = 5
@@ -75,15 +75,21 @@ TEST(RetryPolicy, ProgressResetsTheAttemptsButNotTheDeadline) {
     EXPECT_LE(*delay, absl::Milliseconds(100)) << "the backoff restarts from its first ceiling";
     state.on_progress();
   }
-  EXPECT_EQ(state.final_error(absl::UnavailableError("x")).message(), "x (after 20 attempts)");
+  EXPECT_EQ(state.final_error(absl::UnavailableError("x")).message(),
+            "x (after 20 attempts, 0 without progress; retry limits: 5 attempts, 1m)");
   // Without progress the cap applies again.
   for (int i = 0; i < 4; ++i) ASSERT_TRUE(state.on_failure(absl::UnavailableError("x")));
   EXPECT_FALSE(state.on_failure(absl::UnavailableError("x")).has_value());
-  // And progress never outlives the deadline.
-  RetryState late(fast_options(), Idempotency::kIdempotent, clock, 4);
+  // A long read that keeps moving is not failed by its first blip after the deadline...
+  RetryState long_read(fast_options(), Idempotency::kIdempotent, clock, 4);
   clock.advance(absl::Seconds(61));
-  late.on_progress();
-  EXPECT_FALSE(late.on_failure(absl::UnavailableError("x")).has_value());
+  EXPECT_EQ(long_read.remaining(), absl::ZeroDuration());
+  long_read.on_progress();
+  EXPECT_EQ(long_read.remaining(), absl::Seconds(60));
+  EXPECT_TRUE(long_read.on_failure(absl::UnavailableError("x")).has_value());
+  // ...but one that stops moving is, once the deadline passes without progress.
+  clock.advance(absl::Seconds(61));
+  EXPECT_FALSE(long_read.on_failure(absl::UnavailableError("x")).has_value());
 }
 
 TEST(RetryPolicy, JitterIsSpreadNotConstant) {
@@ -130,7 +136,11 @@ TEST(RetryPolicy, FinalErrorKeepsCodeAndCountsAttempts) {
   });
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_EQ(result.status().message(), "GET gs://b/o: HTTP 503 (after 5 attempts)");
+  EXPECT_EQ(result.status().message(),
+            absl::StrCat("GET gs://b/o: HTTP 503 (after 5 attempts, ",
+                         absl::FormatDuration(
+                             absl::Trunc(clock.now() - absl::UnixEpoch(), absl::Milliseconds(100))),
+                         " without progress; retry limits: 5 attempts, 1m)"));
 }
 
 TEST(HttpStatus, MapsCodesAndNamesContext) {

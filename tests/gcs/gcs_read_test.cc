@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <condition_variable>
+#include <future>
 #include <mutex>
+#include <new>
+#include <stdexcept>
 #include <vector>
 
 #include "dataflux/crc32c.h"
@@ -138,6 +141,40 @@ TEST_F(GcsReadTest, SinkGetsExactBytesAndCanStopTheRead) {
   });
   EXPECT_EQ(result.status().code(), absl::StatusCode::kAborted);
   EXPECT_EQ(result.status().message(), "enough");
+}
+
+// User callbacks that throw (a sink, a completion callback), an allocation failure among them,
+// end that read with an error naming it, and the transport goes on serving the next.
+TEST_F(GcsReadTest, CallbacksThatThrowFailTheirReadAndNothingElse) {
+  std::string data = random_bytes(300000, 5);
+  seed_object("obj", data);
+  auto result = store_->read_object(read_request(bucket_, "obj"), [&](const char*, std::size_t) {
+    throw std::runtime_error("sink on fire");
+    return absl::OkStatus();
+  });
+  EXPECT_FALSE(result.ok());
+  EXPECT_THAT(std::string(result.status().message()), HasSubstr("sink on fire"));
+  EXPECT_THAT(std::string(result.status().message()), HasSubstr("gs://" + bucket_ + "/obj"));
+
+  result = store_->read_object(
+      read_request(bucket_, "obj"),
+      [&](const char*, std::size_t) -> absl::Status { throw std::bad_alloc(); });
+  EXPECT_FALSE(result.ok());
+  EXPECT_THAT(std::string(result.status().message()), HasSubstr("bad_alloc"));
+
+  // A completion callback that throws on the transport's thread: the next reads still run.
+  std::string buffer(data.size(), '\0');
+  std::promise<void> called;
+  store_->read_object_async(read_request(bucket_, "obj"), buffer.data(), buffer.size(),
+                            [&](absl::StatusOr<ReadObjectResult>) {
+                              called.set_value();
+                              throw std::runtime_error("callback on fire");
+                            });
+  called.get_future().wait();
+  std::string again(data.size(), '\0');
+  auto ok = store_->read_object(read_request(bucket_, "obj"), again.data(), again.size());
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(again, data);
 }
 
 TEST_F(GcsReadTest, MissingObjectIsNotFoundNamingIt) {
