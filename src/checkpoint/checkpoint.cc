@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "core/io_buffer.h"
 #include "core/percent.h"
+#include "core/retry_policy.h"
 #include "core/thread_pool.h"
 #include "dataflux/url.h"
 #include "engine/ranged_read.h"
@@ -51,7 +52,9 @@ CheckpointWriter::CheckpointWriter(const std::string& url, const CheckpointOptio
 }
 
 CheckpointWriter::~CheckpointWriter() {
-  if (!committed_) abort();
+  if (committed_) return;
+  internal::RetryBudgetScope budget(internal::destructor_budget());  // the rest is cleanup's
+  abort();
 }
 
 std::size_t CheckpointWriter::write(const void* data, std::size_t size) noexcept {

@@ -1,6 +1,7 @@
 #include "core/retry_policy.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include "core/http_status.h"
@@ -17,7 +18,27 @@ class RealClock : public Clock {
 
 absl::Duration to_absl(std::chrono::milliseconds ms) { return absl::Milliseconds(ms.count()); }
 
+thread_local absl::Time t_budget_end = absl::InfiniteFuture();
+std::atomic<std::int64_t> g_destructor_budget_ms{10'000};
+
 }  // namespace
+
+RetryBudgetScope::RetryBudgetScope(absl::Duration budget)
+    : RetryBudgetScope(absl::Now() + budget) {}
+
+RetryBudgetScope::RetryBudgetScope(absl::Time until) : previous_(t_budget_end) {
+  t_budget_end = std::min(previous_, until);
+}
+
+RetryBudgetScope::~RetryBudgetScope() { t_budget_end = previous_; }
+
+absl::Time RetryBudgetScope::current() { return t_budget_end; }
+
+absl::Duration destructor_budget() { return absl::Milliseconds(g_destructor_budget_ms.load()); }
+
+void set_destructor_budget_for_testing(absl::Duration budget) {
+  g_destructor_budget_ms = absl::ToInt64Milliseconds(budget);
+}
 
 Clock& Clock::real() {
   static RealClock* clock = new RealClock();  // never destroyed: used from any thread at exit
@@ -31,7 +52,11 @@ RetryState::RetryState(const RetryOptions& options, Idempotency idempotency, Clo
       clock_(clock),
       started_(clock.now()),
       deadline_(started_ + to_absl(options.deadline)),
-      rng_(seed != 0 ? seed : std::random_device{}()) {}
+      rng_(seed != 0 ? seed : std::random_device{}()) {
+  budget_end_ = RetryBudgetScope::current();
+  bounded_ = budget_end_ != absl::InfiniteFuture();
+  deadline_ = std::min(deadline_, budget_end_);
+}
 
 std::optional<absl::Duration> RetryState::on_failure(const absl::Status& error) {
   ++attempts_;
@@ -59,7 +84,7 @@ std::optional<absl::Duration> RetryState::on_failure(const absl::Status& error) 
 void RetryState::on_progress() {
   attempts_ = 0;
   started_ = clock_.now();
-  deadline_ = started_ + to_absl(options_.deadline);
+  deadline_ = std::min(started_ + to_absl(options_.deadline), budget_end_);
 }
 
 absl::Duration RetryState::remaining() const {

@@ -33,6 +33,30 @@ class Clock {
 
 enum class Idempotency { kIdempotent, kNonIdempotent };
 
+// While one is alive on a thread, every operation started there, or in a pool task started
+// there (ThreadPool::run carries it over), ends by the scope's deadline: its retries stop, its
+// requests time out, and an operation begun after it fails at once without a request.
+// Destructors that clean up over the network (aborting an upload, deleting parts) run under
+// one, so they never block for long while the network is down; what they leave is `cleanup`'s.
+class RetryBudgetScope {
+ public:
+  explicit RetryBudgetScope(absl::Duration budget);
+  // Re-establishes an absolute deadline (the pool's carry-over); InfiniteFuture = none.
+  explicit RetryBudgetScope(absl::Time until);
+  ~RetryBudgetScope();
+  RetryBudgetScope(const RetryBudgetScope&) = delete;
+  RetryBudgetScope& operator=(const RetryBudgetScope&) = delete;
+  // The innermost scope's deadline on this thread; InfiniteFuture when none.
+  static absl::Time current();
+
+ private:
+  absl::Time previous_;
+};
+
+// How long a destructor may spend cleaning up over the network (documented in the README).
+absl::Duration destructor_budget();
+void set_destructor_budget_for_testing(absl::Duration budget);
+
 class RetryState {
  public:
   // The deadline starts counting now (by `clock`).
@@ -50,6 +74,9 @@ class RetryState {
   void on_progress();
   // What is left of the deadline (never negative): the most an attempt may spend connecting.
   absl::Duration remaining() const;
+  // Under a RetryBudgetScope: each attempt must end by the deadline (a whole-request timeout),
+  // and none starts once it has passed.
+  bool bounded() const { return bounded_; }
 
   int attempts() const { return attempts_; }  // failed attempts since the last progress
   // The error to return when giving up: the last error, its message suffixed, when more than
@@ -64,6 +91,8 @@ class RetryState {
   Clock& clock_;
   absl::Time started_;  // of the current stretch without progress
   absl::Time deadline_;
+  absl::Time budget_end_ = absl::InfiniteFuture();  // the RetryBudgetScope's, when bounded_
+  bool bounded_ = false;
   int attempts_ = 0;
   int failures_ = 0;  // every failure, for the final message
   std::mt19937_64 rng_;

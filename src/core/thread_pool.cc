@@ -6,6 +6,8 @@
 #include <atomic>
 #include <system_error>
 
+#include "core/retry_policy.h"
+
 namespace dataflux::internal {
 
 ThreadPool::ThreadPool(std::size_t max_threads)
@@ -30,6 +32,12 @@ std::atomic<int> g_failed_thread_starts{0};
 void ThreadPool::fail_thread_starts_for_testing(int count) { g_failed_thread_starts = count; }
 
 void ThreadPool::run(std::function<void()> task) {
+  if (const absl::Time until = RetryBudgetScope::current(); until != absl::InfiniteFuture()) {
+    task = [until, task = std::move(task)] {
+      RetryBudgetScope budget(until);
+      task();
+    };
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     tasks_.push_back(std::move(task));
@@ -123,6 +131,12 @@ TaskGroup::~TaskGroup() {
 }
 
 void TaskGroup::run(std::function<void()> task) {
+  if (const absl::Time until = RetryBudgetScope::current(); until != absl::InfiniteFuture()) {
+    task = [until, task = std::move(task)] {  // whichever thread runs it
+      RetryBudgetScope budget(until);
+      task();
+    };
+  }
   bool schedule = false;
   {
     std::lock_guard<std::mutex> lock(state_->mu);

@@ -372,6 +372,8 @@ class Emulator::Impl {
     const double rate = control_.model().stream_bytes_per_second;
     const std::uint64_t length = reply.blob ? reply.length : reply.body.size();
     if (length == 0) {
+      // No body to stall in: a server that goes silent holds back the whole reply.
+      if (fault && fault->kind == Fault::Kind::kStall) (void)control_.sleep_for(fault->stall_for);
       res.set_content("", reply.content_type);
       return;
     }

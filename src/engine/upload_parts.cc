@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/read_checks.h"
+#include "core/retry_policy.h"
 #include "core/thread_pool.h"
 #include "dataflux/crc32c.h"
 
@@ -114,7 +115,10 @@ ComposeMultipartUpload::~ComposeMultipartUpload() {
     std::lock_guard<std::mutex> lock(mu_);
     done = done_;
   }
-  if (!done) (void)abort();
+  if (!done) {
+    RetryBudgetScope budget(destructor_budget());  // what is left is cleanup's
+    (void)abort();
+  }
 }
 
 std::string ComposeMultipartUpload::part_name(int number) const {

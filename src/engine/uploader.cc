@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/io_buffer.h"
+#include "core/retry_policy.h"
 #include "core/thread_pool.h"
 #include "dataflux/crc32c.h"
 #include "dataflux/upload.h"
@@ -37,7 +38,9 @@ class PartUploader : public Uploader {
     options_.max_parts_in_flight = std::max(1, options_.max_parts_in_flight);
   }
   ~PartUploader() override {
-    if (!finished_) (void)abort();
+    if (finished_) return;
+    internal::RetryBudgetScope budget(internal::destructor_budget());  // the rest is cleanup's
+    (void)abort();
   }
 
   absl::Status write(const void* data, std::size_t size) override {
@@ -350,7 +353,9 @@ class StreamUploader : public Uploader {
     stats_.method = "stream";
   }
   ~StreamUploader() override {
-    if (!finished_) (void)abort();
+    if (finished_) return;
+    internal::RetryBudgetScope budget(internal::destructor_budget());
+    (void)abort();
   }
 
   absl::Status write(const void* data, std::size_t size) override {

@@ -12,6 +12,7 @@
 #include "core/absl_view.h"
 #include "core/http_status.h"
 #include "core/read_checks.h"
+#include "core/retry_policy.h"
 #include "dataflux/crc32c.h"
 #include "gcs/gcs_json.h"
 #include "gcs/gcs_paths.h"
@@ -118,6 +119,7 @@ GcsWriteSession::GcsWriteSession(std::shared_ptr<GcsClient> client,
       chunk_size_(client_->options().resumable_chunk_size) {}
 
 GcsWriteSession::~GcsWriteSession() {
+  RetryBudgetScope budget(destructor_budget());  // never long on the network
   std::lock_guard<std::mutex> lock(mu_);
   if (state_ == State::kOpen || state_ == State::kFailed) cancel_locked().IgnoreError();
 }
@@ -210,6 +212,7 @@ absl::Status GcsWriteSession::cancel_locked() {
     absl::Status s = client_->authorize(r);
     if (s.ok()) {
       r.connect_timeout = retry.remaining();
+      if (retry.bounded()) r.timeout = retry.remaining();  // under a destructor's budget
       HttpResponse response = client_->transport().send(std::move(r));
       // GCS answers a cancelled session with 499; a session already gone is just as good.
       bool gone =
@@ -304,6 +307,7 @@ absl::Status GcsWriteSession::send(std::string_view data, bool final,
     if (s.ok()) {
       std::string sent_authorization = GcsClient::authorization_of(r);
       r.connect_timeout = retry.remaining();
+      if (retry.bounded()) r.timeout = retry.remaining();  // under a destructor's budget
       HttpResponse response = client_->transport().send(std::move(r));
       if (client_->refresh_after_unauthorized(response, sent_authorization, &refreshed)) continue;
       s = client_->check(response, context_);

@@ -153,7 +153,10 @@ absl::Status configure_transfer(Transfer& t, const TransportOptions& options) {
   }
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(connect_ms));
   std::chrono::milliseconds timeout = options.request_timeout;
-  if (req.timeout) timeout = std::chrono::milliseconds(absl::ToInt64Milliseconds(*req.timeout));
+  if (req.timeout) {  // at least 1 ms: 0 would mean none
+    timeout = std::chrono::milliseconds(
+        std::max<std::int64_t>(1, absl::ToInt64Milliseconds(*req.timeout)));
+  }
   if (timeout.count() > 0) {
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
   }

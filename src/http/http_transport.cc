@@ -364,6 +364,13 @@ absl::StatusOr<HttpResponse> send_with_retry(
       if (!request.ok()) return request.status();
       request->idempotent = idempotency == Idempotency::kIdempotent;
       request->connect_timeout = retry.remaining();
+      if (retry.bounded()) {
+        if (retry.remaining() <= absl::ZeroDuration()) {
+          return absl::DeadlineExceededError("the time allowed for cleaning up ran out before it");
+        }
+        request->timeout =
+            std::min(request->timeout.value_or(absl::InfiniteDuration()), retry.remaining());
+      }
       HttpResponse response = transport.send(*std::move(request));
       if (resend && resend(response)) continue;
       if (auto s = check(response); !s.ok()) return s;

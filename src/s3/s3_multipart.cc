@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/http_status.h"
+#include "core/retry_policy.h"
 #include "core/sigv4.h"
 #include "dataflux/crc32c.h"
 #include "s3/s3_read.h"
@@ -66,7 +67,10 @@ S3MultipartUpload::~S3MultipartUpload() {
     std::lock_guard<std::mutex> lock(mu_);
     finished = finished_;
   }
-  if (!finished) (void)abort();
+  if (!finished) {
+    RetryBudgetScope budget(destructor_budget());  // what is left is cleanup's
+    (void)abort();
+  }
 }
 
 std::string S3MultipartUpload::context() const {

@@ -2,11 +2,14 @@
 // for every strategy, compose trees, bounded memory, atomic publish, cleanup after failures.
 #include "dataflux/upload.h"
 
+#include "dataflux/fetch.h"
+
 #include <gmock/gmock.h>
 
 #include <atomic>
 #include <thread>
 
+#include "core/retry_policy.h"
 #include "engine/upload_parts.h"
 #include "engine/upload_test_env.h"
 
@@ -286,6 +289,37 @@ TEST_P(UploadFaultTest, RetriesThatRunOutFailTheUploadAndCleanUp) {
   EXPECT_THAT(std::string(meta.status().message()), HasSubstr("final compose"));
   EXPECT_THAT(all_names(), ::testing::IsEmpty());
   EXPECT_EQ(up->stats().leaked_parts, 0);
+}
+
+// An upload dropped while the server has gone silent: its destructor gives up on the deletes
+// once the destructor budget is spent, instead of waiting as long as the store's options allow
+// (here: patient ones, 10 minutes, past ctest's limit), and what it left is cleanup's.
+TEST_P(UploadFaultTest, ADestructorWhileTheServerIsSilentReturnsAndLeavesCleanupTheRest) {
+  GcsOptions patient;
+  patient.endpoint = emu_->endpoint();
+  patient.anonymous = true;
+  patient.retry.deadline = std::chrono::minutes(10);
+  patient.transport.stall_timeout = std::chrono::minutes(10);
+  auto store = make_gcs_store(patient);
+  ASSERT_TRUE(store.ok()) << store.status();
+  internal::set_destructor_budget_for_testing(absl::Milliseconds(500));
+  {
+    auto up = Uploader::create(*store, bucket_, "silent.pt", small_parts());
+    ASSERT_TRUE(up.ok()) << up.status();
+    ASSERT_TRUE((*up)->write(random_bytes(6 * kPart, 3).data(), 6 * kPart).ok());
+    // Every delete now meets a server that holds its reply back for 10 minutes.
+    for (int i = 0; i < 8; ++i) {
+      emu_->inject_fault("objects.delete", emulator::Fault::stall(absl::Minutes(10)));
+    }
+  }
+  internal::set_destructor_budget_for_testing(absl::Seconds(10));
+  emu_->clear_faults();
+  EXPECT_FALSE(all_names().empty());  // the parts it could not delete
+  CleanupOptions options;
+  options.min_age = std::chrono::seconds(0);
+  auto removed = cleanup(*store_, bucket_, options);
+  ASSERT_TRUE(removed.ok()) << removed.status();
+  EXPECT_THAT(all_names(), ::testing::IsEmpty());
 }
 
 INSTANTIATE_TEST_SUITE_P(Gcs, UploadFaultTest, ::testing::Values("gcs"),
