@@ -39,10 +39,73 @@ void Control::inject(const std::string& operation, Fault fault) {
 std::optional<Fault> Control::take(const std::string& operation) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = faults_.find(operation);
-  if (it == faults_.end() || it->second.empty()) return std::nullopt;
-  Fault fault = it->second.front();
-  it->second.pop_front();
+  if (it != faults_.end() && !it->second.empty()) {
+    Fault fault = it->second.front();
+    it->second.pop_front();
+    return fault;
+  }
+  if (chaos_.probability <= 0 ||
+      std::uniform_real_distribution<double>(0, 1)(chaos_rng_) >= chaos_.probability) {
+    return std::nullopt;
+  }
+  const bool media = operation == "objects.media" || operation == "s3.get";
+  std::uniform_int_distribution<int> pick(0, media ? 8 : 5);
+  const std::uint64_t after =
+      std::uniform_int_distribution<std::uint64_t>(0, chaos_.max_after_bytes)(chaos_rng_);
+  Fault fault;
+  std::string kind;
+  switch (pick(chaos_rng_)) {
+    case 0:
+      fault = Fault::status(429);
+      kind = "status 429";
+      break;
+    case 1:
+      fault = Fault::status(503);
+      kind = "status 503";
+      break;
+    case 2:
+      fault = Fault::reset();
+      kind = "reset";
+      break;
+    case 3:
+      fault = Fault::break_after(after);
+      kind = "break after K bytes";
+      break;
+    case 4:
+      fault = Fault::stall(chaos_.stall, after);
+      kind = "stall";
+      break;
+    case 5:
+      fault = Fault::lost_reply();
+      kind = "lost reply";
+      break;
+    case 6:
+      fault = Fault::ignore_range();
+      kind = "200 to a ranged GET";
+      break;
+    case 7:
+      fault = Fault::shift_range(1 + after % 4096);
+      kind = "shifted 206";
+      break;
+    default:
+      fault = Fault::long_range(1 + after % 4096);
+      kind = "overlong 206";
+      break;
+  }
+  ++chaos_counts_[kind];
   return fault;
+}
+
+void Control::set_chaos(ChaosOptions chaos) {
+  std::lock_guard<std::mutex> lock(mu_);
+  chaos_ = chaos;
+  chaos_rng_.seed(chaos.seed);
+  if (chaos.probability > 0) chaos_counts_.clear();  // a new run; turning it off keeps them
+}
+
+std::map<std::string, std::uint64_t> Control::chaos_counts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return chaos_counts_;
 }
 
 std::size_t Control::pending(const std::string& operation) const {

@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -23,6 +24,8 @@ class Control {
   std::optional<Fault> take(const std::string& operation);  // the next fault, FIFO
   std::size_t pending(const std::string& operation) const;
   void clear_faults();
+  void set_chaos(ChaosOptions chaos);
+  std::map<std::string, std::uint64_t> chaos_counts() const;
 
   void count(const std::string& operation);
   std::uint64_t count_of(const std::string& operation) const;
@@ -51,6 +54,9 @@ class Control {
   bool stopping_ = false;
   std::map<std::string, std::deque<Fault>> faults_;
   std::map<std::string, std::uint64_t> counters_;
+  ChaosOptions chaos_;
+  std::mt19937_64 chaos_rng_;
+  std::map<std::string, std::uint64_t> chaos_counts_;
   CloudModel model_;
   double tokens_ = 0;
   std::chrono::steady_clock::time_point refilled_at_{};

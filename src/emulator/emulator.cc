@@ -531,6 +531,10 @@ std::size_t Emulator::pending_faults(const std::string& operation) const {
   return impl_->control_.pending(operation);
 }
 void Emulator::clear_faults() { impl_->control_.clear_faults(); }
+void Emulator::set_chaos(ChaosOptions chaos) { impl_->control_.set_chaos(chaos); }
+std::map<std::string, std::uint64_t> Emulator::chaos_counts() const {
+  return impl_->control_.chaos_counts();
+}
 void Emulator::set_cloud_model(CloudModel model) { impl_->control_.set_model(model); }
 std::uint64_t Emulator::request_count(const std::string& operation) const {
   return impl_->control_.count_of(operation);

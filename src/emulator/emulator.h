@@ -66,6 +66,18 @@ struct Fault {
   static Fault corrupt_upload();
 };
 
+// Random faults for chaos tests: each storage request (not one with a fault injected for it)
+// meets a fault with `probability`, drawn from a generator seeded with `seed` (the same seed
+// and the same requests in the same order give the same faults). The kinds: 429, 503, reset,
+// break after K bytes, stall of `stall` after K bytes, lost reply (the write applied), and on
+// media reads a 200 to a ranged GET, a shifted or an overlong 206.
+struct ChaosOptions {
+  double probability = 0;  // 0 = off
+  std::uint64_t seed = 1;
+  absl::Duration stall = absl::Seconds(2);
+  std::uint64_t max_after_bytes = 64 << 10;  // K is uniform in [0, this]
+};
+
 // Authentication mode: an OAuth2 token endpoint, a fake GCE metadata server, and storage
 // routes that want a bearer token this emulator issued. Off by default.
 struct AuthConfig {
@@ -152,6 +164,9 @@ class Emulator {
   void inject_fault(const std::string& operation, Fault fault);
   std::size_t pending_faults(const std::string& operation) const;
   void clear_faults();
+  void set_chaos(ChaosOptions chaos);
+  // The faults chaos injected since set_chaos, by kind ("status 503", "reset", "stall", ...).
+  std::map<std::string, std::uint64_t> chaos_counts() const;
   void set_cloud_model(CloudModel model);
 
   // Authentication mode (see AuthConfig); replaceable while running.

@@ -127,6 +127,24 @@ std::vector<std::size_t> FetcherImpl::run_compose(const std::shared_ptr<FetchGro
     total += targets[i].object.size;
   }
   auto composite = store_->compose_object(compose);
+  if (!composite.ok() && !refuses_compose(composite.status())) {
+    // The name is this batch's own: whatever lives there came from a try of this compose whose
+    // reply was lost (a 412 to the re-send, or a retry budget spent after it). Of the right
+    // size it is used (every slice is still checked against its CRC32C); else it is deleted,
+    // never left behind.
+    auto live = store_->get_object_metadata(bucket_, compose.destination);
+    if (live.ok() && live->size == total) {
+      log(LogLevel::kInfo, absl::StrCat(composite.status().message(),
+                                        ": the composite is the one an earlier attempt made"));
+      composite = *std::move(live);
+    } else if (live.ok()) {
+      DeleteObjectRequest stray;
+      stray.bucket = bucket_;
+      stray.object = compose.destination;
+      stray.if_generation_match = live->generation;
+      (void)store_->delete_object(stray);
+    }
+  }
   if (!composite.ok()) {
     log(LogLevel::kWarning,
         absl::StrCat("compose of ", items.size(), " objects into ",

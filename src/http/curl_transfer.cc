@@ -140,7 +140,12 @@ absl::Status configure_transfer(Transfer& t, const TransportOptions& options) {
   // The path goes out exactly as built: no "/../" or "/./" removal, which would send (and
   // address) an S3 key other than the one named and signed.
   curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
-  if (!req.idempotent) curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);  // never replayed
+  if (!req.idempotent) {
+    // Never replayed: a connection of its own, closed after it rather than left idle in the
+    // pool (where each such write would otherwise add one more open connection).
+    curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
+    curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+  }
   curl_easy_setopt(e, CURLOPT_PRIVATE, &t);
   curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t.error_buffer);
   // Signals cannot be used from threads; timeouts rely on the multi loop instead.

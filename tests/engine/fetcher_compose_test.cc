@@ -124,6 +124,29 @@ TEST_P(ComposeTest, ComposeRefusedFallsBackToDirectReadsAndStopsTrying) {
   EXPECT_TRUE(composites().empty());
 }
 
+// A compose applied whose reply was lost: the re-send (ifGenerationMatch=0) meets its own
+// composite and gets a 412. That composite is used and deleted, never leaked; with the retry
+// budget spent after the lost reply, it is deleted all the same.
+TEST_P(ComposeTest, ACompositeWhoseReplyWasLostIsUsedAndDeleted) {
+  auto data = put_many("lost/", 20, 3000, 9);
+  emu_->inject_fault("objects.compose", Fault::lost_reply());
+  Fetcher fetcher(store_, bucket_, forced());
+  auto objects = list("lost/");
+  auto f = fetch_all(fetcher, objects);
+  ASSERT_TRUE(f.status.ok()) << f.status;
+  EXPECT_EQ(f.data, data);
+  EXPECT_EQ(fetcher.stats().compose_fallbacks, 0u);
+  EXPECT_TRUE(composites().empty());
+
+  emu_->inject_fault("objects.compose", Fault::lost_reply());
+  for (int k = 0; k < 10; ++k) emu_->inject_fault("objects.compose", Fault::status(503));
+  auto again = fetch_all(fetcher, objects);
+  ASSERT_TRUE(again.status.ok()) << again.status;
+  EXPECT_EQ(again.data, data);
+  EXPECT_TRUE(composites().empty());
+  emu_->clear_faults();
+}
+
 TEST_P(ComposeTest, BrokenCompositeStreamResumesAndIsStillDeleted) {
   auto data = put_many("brk/", 30, 4000, 7);
   emu_->inject_fault("objects.media", Fault::break_after(5000));
