@@ -8,7 +8,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <future>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -247,7 +249,9 @@ TEST(TokenRefresh, ManyThreadsWithTokensExpiringMidRunCauseAHandfulOfFetches) {
       make_gcs_store(a.gcs_options(make_credentials_from_json(a.sa_json()).value())).value();
   constexpr int kThreads = 64;
   constexpr int kRequests = 200;
-  std::atomic<int> done{0};
+  std::mutex mu;
+  std::condition_variable progressed;
+  int done = 0;  // guarded by mu
   std::atomic<int> failed{0};
   std::vector<std::thread> threads;
   for (int i = 0; i < kThreads; ++i) {
@@ -257,22 +261,25 @@ TEST(TokenRefresh, ManyThreadsWithTokensExpiringMidRunCauseAHandfulOfFetches) {
         if (!meta.ok()) {
           if (failed++ == 0) ADD_FAILURE() << meta.status();
         }
-        ++done;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          ++done;
+        }
+        progressed.notify_all();
       }
     });
   }
-  // Expire every token three times while the threads run.
+  // Expire every token three times while the threads run: after a quarter, a half and three
+  // quarters of the requests.
   for (int k = 1; k <= 3; ++k) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (done.load() < k * kThreads * kRequests / 4 &&
-           std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    std::unique_lock<std::mutex> lock(mu);
+    progressed.wait(lock, [&] { return done >= k * kThreads * kRequests / 4; });
+    lock.unlock();
     a.emu->expire_tokens();
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(failed.load(), 0);
-  EXPECT_EQ(done.load(), kThreads * kRequests);
+  EXPECT_EQ(done, kThreads * kRequests);
   EXPECT_GE(a.emu->request_count("oauth.token"), 2u);
   EXPECT_LE(a.emu->request_count("oauth.token"), 8u);  // 1 + 3 expiries, plus a little slack
   RecordProperty("oauth_token_requests", static_cast<int>(a.emu->request_count("oauth.token")));

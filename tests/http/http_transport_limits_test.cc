@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <set>
 #include <string>
@@ -44,6 +45,7 @@ struct SleepyServer {
                         order.push_back(std::stoi(req.matches[1]));
                         ports.insert(req.remote_port);
                       }
+                      arrived.notify_all();
                       std::this_thread::sleep_for(std::chrono::milliseconds(ms));
                       gauge.leave();
                       res.set_content(req.matches[1], "text/plain");
@@ -52,9 +54,15 @@ struct SleepyServer {
             threads) {}
 
   std::string url(int i) const { return server.url("/sleep/" + std::to_string(i)); }
+  // Until `n` requests have reached a handler (false after `timeout`).
+  bool wait_arrivals(std::size_t n, std::chrono::seconds timeout) {
+    std::unique_lock<std::mutex> lock(mu);
+    return arrived.wait_for(lock, timeout, [&] { return order.size() >= n; });
+  }
 
   ConcurrencyGauge gauge;
   std::mutex mu;
+  std::condition_variable arrived;
   std::vector<int> order;
   std::set<int> ports;
   TestServer server;  // last: stops (joins handlers) before the fields above go away
@@ -228,7 +236,7 @@ TEST(HttpTransportLimitsTest, DestructionCancelsOutstandingRequestsAndRunsCallba
       });
     }
     transport.run_after(absl::Seconds(30), [&] { timer_ran = true; });
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ASSERT_TRUE(server.wait_arrivals(4, std::chrono::seconds(10)));  // each then sleeps 300 ms
     EXPECT_EQ(transport.stats().in_flight, 4u);
     EXPECT_EQ(transport.stats().queued, 16u);
   }
@@ -311,22 +319,15 @@ TEST(HttpTransportLimitsTest, ForkedChildGetsAFreshSharedTransport) {
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     // The parent's loop thread does not exist here; the child must get its own transport.
+    ::alarm(10);  // a hang ends the child with SIGALRM, which the parent reports
     auto child = HttpTransport::instance();
     bool fresh = child.get() != parent.get();
     HttpResponse resp = child->send(get(server.url(2)));
     ::_exit(fresh && resp.status.ok() && resp.body == "2" ? 0 : 1);
   }
   int status = 0;
-  auto deadline = Clock::now() + std::chrono::seconds(10);
-  while (::waitpid(pid, &status, WNOHANG) == 0) {
-    if (Clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      FAIL() << "child did not finish";
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child hung (SIGALRM) or crashed";
   EXPECT_EQ(WEXITSTATUS(status), 0);
   // The parent's transport is untouched by the child.
   EXPECT_TRUE(parent->send(get(server.url(3))).status.ok());

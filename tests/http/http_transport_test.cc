@@ -2,6 +2,8 @@
 // headers, large streamed responses, and the mapping of every failure to a Status.
 #include "http/http_transport.h"
 
+#include <poll.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -495,7 +497,9 @@ TEST(HttpTransportTest, ConnectTimeoutIsDeadlineExceeded) {
     ::connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
     fillers.push_back(c);
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // The first filler's handshake completing fills the accept queue (backlog 0 holds one).
+  pollfd first{fillers[0], POLLOUT, 0};
+  ASSERT_EQ(::poll(&first, 1, 5000), 1);
 
   TransportOptions options;
   options.connect_timeout = std::chrono::milliseconds(200);
