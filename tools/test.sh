@@ -2,9 +2,10 @@
 # Builds Dataflux and runs every test:
 #   1. the full build (torch layer included) and all its tests, Google's gcloud CLI against
 #      our emulator included (skipped, visibly, where gcloud is absent);
-#   2. the torch-free tests again under AddressSanitizer + UndefinedBehaviorSanitizer;
-#   3. the concurrent engine and read-path tests (engine_tests, store_tests) under
-#      ThreadSanitizer, only those two binaries built;
+#   2. every test again under AddressSanitizer + UndefinedBehaviorSanitizer, the torch layer
+#      (datasets, checkpoints, the chaos test) included;
+#   3. the pools, the transport, and the concurrent engine and read-path tests (core_tests,
+#      http_tests, engine_tests, store_tests) under ThreadSanitizer, only those binaries built;
 #   4. `cmake --install`, then the demo built as a separate project against the install tree.
 # Ends with one line "tests: N passed, M failed".
 set -uo pipefail
@@ -67,8 +68,8 @@ else
   echo "test.sh: the build failed"; failed=$((failed + 1))
 fi
 
-step "torch-free tests under ASan + UBSan"
-if cmake -S . -B "$ASAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDATAFLUX_WITH_TORCH=OFF \
+step "all tests under ASan + UBSan, the torch layer included"
+if cmake -S . -B "$ASAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDATAFLUX_WITH_TORCH=ON \
          -DDATAFLUX_BUILD_BENCH=OFF -DDATAFLUX_SANITIZE=ON >/dev/null &&
    cmake --build "$ASAN_DIR" -j2; then
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 run_ctest "$ASAN_DIR"
@@ -76,12 +77,12 @@ else
   echo "test.sh: the sanitizer build failed"; failed=$((failed + 1))
 fi
 
-step "pools, engine and read-path tests under ThreadSanitizer"
+step "pools, transport, engine and read-path tests under ThreadSanitizer"
 if cmake -S . -B "$TSAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDATAFLUX_WITH_TORCH=OFF \
          -DDATAFLUX_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS="-fsanitize=thread -fno-omit-frame-pointer" \
          -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread >/dev/null &&
-   cmake --build "$TSAN_DIR" -j2 --target core_tests engine_tests store_tests; then
-  for t in core_tests engine_tests store_tests; do
+   cmake --build "$TSAN_DIR" -j2 --target core_tests http_tests engine_tests store_tests; then
+  for t in core_tests http_tests engine_tests store_tests; do
     TSAN_OPTIONS="halt_on_error=0 suppressions=$PWD/tools/tsan.supp" run_gtest "$TSAN_DIR/tests/$t"
   done
 else

@@ -48,50 +48,28 @@ std::optional<Fault> Control::take(const std::string& operation) {
       std::uniform_real_distribution<double>(0, 1)(chaos_rng_) >= chaos_.probability) {
     return std::nullopt;
   }
+  // The kinds, the last three for media reads only.
+  using Make = Fault (*)(std::uint64_t after, absl::Duration stall);
+  static const std::pair<const char*, Make> kKinds[] = {
+      {"status 429", [](std::uint64_t, absl::Duration) { return Fault::status(429); }},
+      {"status 503", [](std::uint64_t, absl::Duration) { return Fault::status(503); }},
+      {"reset", [](std::uint64_t, absl::Duration) { return Fault::reset(); }},
+      {"break after K bytes",
+       [](std::uint64_t k, absl::Duration) { return Fault::break_after(k); }},
+      {"stall", [](std::uint64_t k, absl::Duration d) { return Fault::stall(d, k); }},
+      {"lost reply", [](std::uint64_t, absl::Duration) { return Fault::lost_reply(); }},
+      {"200 to a ranged GET", [](std::uint64_t, absl::Duration) { return Fault::ignore_range(); }},
+      {"shifted 206",
+       [](std::uint64_t k, absl::Duration) { return Fault::shift_range(1 + k % 4096); }},
+      {"overlong 206",
+       [](std::uint64_t k, absl::Duration) { return Fault::long_range(1 + k % 4096); }},
+  };
   const bool media = operation == "objects.media" || operation == "s3.get";
-  std::uniform_int_distribution<int> pick(0, media ? 8 : 5);
+  const int pick = std::uniform_int_distribution<int>(0, media ? 8 : 5)(chaos_rng_);
   const std::uint64_t after =
       std::uniform_int_distribution<std::uint64_t>(0, chaos_.max_after_bytes)(chaos_rng_);
-  Fault fault;
-  std::string kind;
-  switch (pick(chaos_rng_)) {
-    case 0:
-      fault = Fault::status(429);
-      kind = "status 429";
-      break;
-    case 1:
-      fault = Fault::status(503);
-      kind = "status 503";
-      break;
-    case 2:
-      fault = Fault::reset();
-      kind = "reset";
-      break;
-    case 3:
-      fault = Fault::break_after(after);
-      kind = "break after K bytes";
-      break;
-    case 4:
-      fault = Fault::stall(chaos_.stall, after);
-      kind = "stall";
-      break;
-    case 5:
-      fault = Fault::lost_reply();
-      kind = "lost reply";
-      break;
-    case 6:
-      fault = Fault::ignore_range();
-      kind = "200 to a ranged GET";
-      break;
-    case 7:
-      fault = Fault::shift_range(1 + after % 4096);
-      kind = "shifted 206";
-      break;
-    default:
-      fault = Fault::long_range(1 + after % 4096);
-      kind = "overlong 206";
-      break;
-  }
+  const std::string kind = kKinds[pick].first;
+  const Fault fault = kKinds[pick].second(after, chaos_.stall);
   ++chaos_counts_[kind];
   return fault;
 }
