@@ -274,7 +274,7 @@ TEST_F(LocalStoreTest, WritesDeletesAndListingsNeverLeaveTheRootThroughSymlinks)
   const std::string outside = root_ + "-outside";
   fs::create_directories(outside + "/sub");
   std::ofstream(outside + "/victim") << "victim";
-  fs::create_symlink(outside, root_ + "/link");                  // a directory out
+  fs::create_symlink(outside, root_ + "/link");                   // a directory out
   fs::create_symlink(outside + "/victim", root_ + "/file-link");  // a file out
   fs::create_symlink(root_, root_ + "/loop");                     // the root itself
   put("a/b/real", "real");
@@ -371,11 +371,9 @@ TEST_F(LocalStoreTest, ACrashedWritesTemporaryFileIsAPendingUpload) {
   PendingUpload forged;
   forged.object = "ckpt/other.pt";
   forged.id = "local:ckpt/other.pt";
-  EXPECT_EQ(store_->abort_pending_upload(root_, forged).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->abort_pending_upload(root_, forged).code(), absl::StatusCode::kInvalidArgument);
   forged.id = "local:../x/.dataflux-upload-1";
-  EXPECT_EQ(store_->abort_pending_upload(root_, forged).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->abort_pending_upload(root_, forged).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(get("ckpt/other.pt"), "done");
 }
 

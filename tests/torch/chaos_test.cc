@@ -191,8 +191,9 @@ TEST_P(ChaosTest, DatasetsAndACheckpointStayExactUnderFaultsOfEveryKind) {
     total += n;
   }
   std::printf("  %-22s %llu\n", "total", static_cast<unsigned long long>(total));
-  std::printf("  and 8 on the checkpoint's writes: lost reply, 503, reset, stall on its part\n"
-              "  uploads and on its publishing (compose / CompleteMultipartUpload)\n");
+  std::printf(
+      "  and 8 on the checkpoint's writes: lost reply, 503, reset, stall on its part\n"
+      "  uploads and on its publishing (compose / CompleteMultipartUpload)\n");
   EXPECT_GE(counts.size(), 6u) << "too few kinds met: the run proves less than it claims";
   for (const char* op :
        {"objects.insert", "objects.compose", "s3.upload_part", "s3.complete_multipart"}) {
