@@ -17,10 +17,11 @@
 namespace dataflux {
 
 // The defaults fail fast on an endpoint that is wrong or down, yet ride out a blip: with them
-// an unreachable endpoint fails within 50 s and one that accepts connections but stops
-// sending within 80 s (the deadline plus TransportOptions::stall_timeout), each with the last
-// error, the attempts made and the time taken. Progress (a resumed read delivering bytes)
-// restarts both budgets, so a long read or save fails only when nothing moves for that long.
+// an unreachable endpoint fails within a minute (a first connect attempt of at most
+// TransportOptions::connect_timeout, then the deadline) and one that accepts connections but
+// stops sending within two (stall_timeout, the deadline, one last stalled attempt), each with
+// the last error, the attempts made and the time taken. Progress (a resumed read delivering
+// bytes) restarts both budgets, so a long read or save fails only when it stops moving.
 // A week-long job that should outlast a regional outage of minutes rather than stop and
 // resume from its checkpoint raises `deadline` (e.g. 10 min) and `max_attempts` (e.g. 30); see
 // the README's "Time to fail".
@@ -29,9 +30,10 @@ struct RetryOptions {
   std::chrono::milliseconds initial_backoff{100};  // ceiling of the first wait
   std::chrono::milliseconds max_backoff{30'000};   // ceiling of any wait
   double multiplier = 2.0;                         // ceiling growth per attempt
-  // Time an operation may go without progress, attempts and waits included: no attempt starts
-  // after it, and an attempt's connect timeout is cut to what is left of it.
-  std::chrono::milliseconds deadline{50'000};
+  // How long an operation may keep failing, counted from its first failure since the last
+  // progress (time spent queued or moving bytes does not count), attempts and waits included:
+  // no attempt starts after it, and an attempt's connect timeout is cut to what is left of it.
+  std::chrono::milliseconds deadline{45'000};
 };
 
 inline bool operator==(const RetryOptions& a, const RetryOptions& b) {

@@ -50,17 +50,21 @@ RetryState::RetryState(const RetryOptions& options, Idempotency idempotency, Clo
     : options_(options),
       idempotency_(idempotency),
       clock_(clock),
-      started_(clock.now()),
-      deadline_(started_ + to_absl(options.deadline)),
       rng_(seed != 0 ? seed : std::random_device{}()) {
   budget_end_ = RetryBudgetScope::current();
   bounded_ = budget_end_ != absl::InfiniteFuture();
-  deadline_ = std::min(deadline_, budget_end_);
+}
+
+absl::Time RetryState::deadline() const {
+  const absl::Time own = failing_since_ ? *failing_since_ + to_absl(options_.deadline)
+                                        : clock_.now() + to_absl(options_.deadline);
+  return std::min(own, budget_end_);
 }
 
 std::optional<absl::Duration> RetryState::on_failure(const absl::Status& error) {
   ++attempts_;
   ++failures_;
+  if (!failing_since_) failing_since_ = clock_.now();
   if (!is_transient(error) || idempotency_ != Idempotency::kIdempotent) return std::nullopt;
   if (attempts_ >= std::max(1, options_.max_attempts)) return std::nullopt;
   // Full jitter: uniform in [0, ceiling], the ceiling growing exponentially to max_backoff.
@@ -69,8 +73,7 @@ std::optional<absl::Duration> RetryState::on_failure(const absl::Status& error) 
   ceiling_ms = std::min(ceiling_ms, static_cast<double>(options_.max_backoff.count()));
   std::uniform_real_distribution<double> dist(0.0, std::max(0.0, ceiling_ms));
   absl::Duration delay = absl::Milliseconds(dist(rng_));
-  absl::Time now = clock_.now();
-  if (now + delay >= deadline_) return std::nullopt;
+  if (clock_.now() + delay >= deadline()) return std::nullopt;
   if (log_enabled(LogLevel::kWarning)) {
     // The status names the operation and URL (redacted, as every error is).
     log(LogLevel::kWarning,
@@ -83,22 +86,22 @@ std::optional<absl::Duration> RetryState::on_failure(const absl::Status& error) 
 
 void RetryState::on_progress() {
   attempts_ = 0;
-  started_ = clock_.now();
-  deadline_ = std::min(started_ + to_absl(options_.deadline), budget_end_);
+  failing_since_.reset();
 }
 
 absl::Duration RetryState::remaining() const {
-  return std::max(absl::ZeroDuration(), deadline_ - clock_.now());
+  return std::max(absl::ZeroDuration(), deadline() - clock_.now());
 }
 
 absl::Status RetryState::final_error(const absl::Status& last) const {
   if (failures_ <= 1) return last;
-  const absl::Duration took = absl::Trunc(clock_.now() - started_, absl::Milliseconds(100));
-  return absl::Status(
-      last.code(),
-      absl::StrCat(last.message(), " (after ", failures_, " attempts, ", absl::FormatDuration(took),
-                   " without progress; retry limits: ", std::max(1, options_.max_attempts),
-                   " attempts, ", absl::FormatDuration(to_absl(options_.deadline)), ")"));
+  const absl::Duration took =
+      absl::Trunc(clock_.now() - failing_since_.value_or(clock_.now()), absl::Milliseconds(100));
+  return absl::Status(last.code(),
+                      absl::StrCat(last.message(), " (after ", failures_, " attempts, failing for ",
+                                   absl::FormatDuration(took), "; retry limits: ",
+                                   std::max(1, options_.max_attempts), " attempts, ",
+                                   absl::FormatDuration(to_absl(options_.deadline)), ")"));
 }
 
 absl::Status retry_loop_status(RetryState& state, const std::function<absl::Status(int)>& op) {

@@ -59,7 +59,8 @@ void set_destructor_budget_for_testing(absl::Duration budget);
 
 class RetryState {
  public:
-  // The deadline starts counting now (by `clock`).
+  // The deadline starts counting at the first failure (by `clock`), not here: time a request
+  // spent queued behind others, or moving bytes, is not time spent failing.
   RetryState(const RetryOptions& options, Idempotency idempotency, Clock& clock = Clock::real(),
              std::uint64_t seed = 0 /* 0 = random */);
 
@@ -68,11 +69,13 @@ class RetryState {
   std::optional<absl::Duration> on_failure(const absl::Status& error);
 
   // The operation moved forward since its last failure (a resumed read delivered bytes): it
-  // has not failed, so the attempt count, the backoff and the deadline start over, as
+  // has not failed, so the attempt count, the backoff and the deadline start over (the deadline
+  // counting again from the next failure), as
   // google-cloud-cpp's resumed reads do (a fresh retry policy per failure after progress). A
   // long read thus fails only when it stops moving, not because it is long.
   void on_progress();
-  // What is left of the deadline (never negative): the most an attempt may spend connecting.
+  // What is left of the deadline (never negative; all of it before a failure): the most an
+  // attempt may spend connecting.
   absl::Duration remaining() const;
   // Under a RetryBudgetScope: each attempt must end by the deadline (a whole-request timeout),
   // and none starts once it has passed.
@@ -80,8 +83,8 @@ class RetryState {
 
   int attempts() const { return attempts_; }  // failed attempts since the last progress
   // The error to return when giving up: the last error, its message suffixed, when more than
-  // one attempt was made, with " (after N attempts, T without progress; retry limits: M
-  // attempts, D)" so that the message says what was tried and for how long.
+  // one attempt was made, with " (after N attempts, failing for T; retry limits: M attempts,
+  // D)" so that the message says what was tried and for how long.
   absl::Status final_error(const absl::Status& last) const;
   Clock& clock() { return clock_; }
 
@@ -89,8 +92,8 @@ class RetryState {
   RetryOptions options_;
   Idempotency idempotency_;
   Clock& clock_;
-  absl::Time started_;  // of the current stretch without progress
-  absl::Time deadline_;
+  std::optional<absl::Time> failing_since_;  // the first failure since the last progress
+  absl::Time deadline() const;
   absl::Time budget_end_ = absl::InfiniteFuture();  // the RetryBudgetScope's, when bounded_
   bool bounded_ = false;
   int attempts_ = 0;

@@ -76,18 +76,23 @@ TEST(RetryPolicy, ProgressRestartsTheAttemptsAndTheDeadline) {
     state.on_progress();
   }
   EXPECT_EQ(state.final_error(absl::UnavailableError("x")).message(),
-            "x (after 20 attempts, 0 without progress; retry limits: 5 attempts, 1m)");
+            "x (after 20 attempts, failing for 0; retry limits: 5 attempts, 1m)");
   // Without progress the cap applies again.
   for (int i = 0; i < 4; ++i) ASSERT_TRUE(state.on_failure(absl::UnavailableError("x")));
   EXPECT_FALSE(state.on_failure(absl::UnavailableError("x")).has_value());
-  // A long read that keeps moving is not failed by its first blip after the deadline...
+  // A read that was queued or moving bytes for longer than the deadline is not failed by its
+  // first blip: the deadline counts from the first failure...
   RetryState long_read(fast_options(), Idempotency::kIdempotent, clock, 4);
   clock.advance(absl::Seconds(61));
-  EXPECT_EQ(long_read.remaining(), absl::ZeroDuration());
-  long_read.on_progress();
   EXPECT_EQ(long_read.remaining(), absl::Seconds(60));
   EXPECT_TRUE(long_read.on_failure(absl::UnavailableError("x")).has_value());
-  // ...but one that stops moving is, once the deadline passes without progress.
+  clock.advance(absl::Seconds(20));
+  EXPECT_EQ(long_read.remaining(), absl::Seconds(40));
+  // ...progress starts it over...
+  long_read.on_progress();
+  clock.advance(absl::Seconds(61));
+  EXPECT_TRUE(long_read.on_failure(absl::UnavailableError("x")).has_value());
+  // ...and one that keeps failing without progress stops once the deadline has passed.
   clock.advance(absl::Seconds(61));
   EXPECT_FALSE(long_read.on_failure(absl::UnavailableError("x")).has_value());
 }
@@ -124,6 +129,7 @@ TEST(RetryPolicy, DeadlineStopsRetries) {
   o.deadline = std::chrono::milliseconds(500);
   FakeClock clock;
   RetryState state(o, Idempotency::kIdempotent, clock, 5);
+  EXPECT_TRUE(state.on_failure(absl::UnavailableError("x")).has_value());
   clock.advance(absl::Milliseconds(600));
   EXPECT_FALSE(state.on_failure(absl::UnavailableError("x")).has_value());
 }
@@ -137,10 +143,10 @@ TEST(RetryPolicy, FinalErrorKeepsCodeAndCountsAttempts) {
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(result.status().message(),
-            absl::StrCat("GET gs://b/o: HTTP 503 (after 5 attempts, ",
+            absl::StrCat("GET gs://b/o: HTTP 503 (after 5 attempts, failing for ",
                          absl::FormatDuration(
                              absl::Trunc(clock.now() - absl::UnixEpoch(), absl::Milliseconds(100))),
-                         " without progress; retry limits: 5 attempts, 1m)"));
+                         "; retry limits: 5 attempts, 1m)"));
 }
 
 TEST(HttpStatus, MapsCodesAndNamesContext) {
