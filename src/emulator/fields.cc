@@ -8,15 +8,18 @@
 namespace dataflux::emulator::internal {
 
 struct FieldMask::Cursor {
+  static bool is_delimiter(char c) {
+    return c == ',' || c == '/' || c == '(' || c == ')' || c == ' ' ||
+           std::iscntrl(static_cast<unsigned char>(c));
+  }
+
   std::string_view text;
   std::size_t pos = 0;
 
   std::string word() {
     const std::size_t start = pos;
-    while (pos < text.size() && (std::isalnum(static_cast<unsigned char>(text[pos])) ||
-                                 text[pos] == '_' || text[pos] == '*')) {
-      ++pos;
-    }
+    // A name runs to the next delimiter: metadata keys may hold '-' and '.'.
+    while (pos < text.size() && !is_delimiter(text[pos])) ++pos;
     return std::string(text.substr(start, pos - start));
   }
   bool eat(char c) {

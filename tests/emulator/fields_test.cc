@@ -33,6 +33,19 @@ TEST(FieldMaskTest, NestedSelectionsAndPaths) {
   EXPECT_FALSE(p->inside("items").keeps("size"));
 }
 
+TEST(FieldMaskTest, MetadataKeysMayHoldDashesAndDots) {
+  // gcloud storage rsync selects its POSIX metadata keys by name.
+  auto m = FieldMask::parse(
+      "prefixes,items/name,items/metadata/goog-reserved-file-atime,items/metadata/a.b,"
+      "items/kmsKeyName");
+  ASSERT_TRUE(m.ok()) << m.status();
+  const FieldMask& metadata = m->inside("items").inside("metadata");
+  EXPECT_TRUE(metadata.keeps("goog-reserved-file-atime"));
+  EXPECT_TRUE(metadata.keeps("a.b"));
+  EXPECT_FALSE(metadata.keeps("goog-reserved-posix-uid"));
+  EXPECT_TRUE(m->inside("items").keeps("kmsKeyName"));
+}
+
 TEST(FieldMaskTest, ANamedMemberIsWholeEvenWhenAlsoSelectedInPart) {
   for (const char* spec : {"items,items(name)", "items(name),items"}) {
     auto m = FieldMask::parse(spec);
