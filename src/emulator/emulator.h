@@ -137,7 +137,8 @@ struct ObjectInfo {
 // Operation names used for faults and counters:
 //   oauth.token (POST /token, any grant) metadata.token (metadata server token requests)
 //   metadata.other (the metadata server's email, its /computeMetadata/v1 probe, anything else)
-//   buckets.insert buckets.get buckets.list buckets.delete
+//   buckets.insert buckets.get buckets.list buckets.delete buckets.getStorageLayout
+//   buckets.testIamPermissions
 //   objects.list objects.get (metadata) objects.media (alt=media) objects.insert (media,
 //   multipart, and resumable session start) objects.upload (resumable chunk PUT and status
 //   query) objects.compose objects.copy objects.rewrite objects.delete objects.patch

@@ -13,6 +13,9 @@ namespace {
 
 using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
 
+constexpr char kLocation[] = "US";
+constexpr char kLocationType[] = "multi-region";
+
 void field(JsonWriter& w, const char* key, const std::string& value) {
   w.Key(key);
   w.String(value);
@@ -80,8 +83,8 @@ void write_bucket(JsonWriter& w, const BucketRecord& b, const std::string& endpo
   field(w, "name", b.name);
   field(w, "projectNumber", "123456789");
   field(w, "metageneration", "1");
-  field(w, "location", "US");
-  field(w, "locationType", "multi-region");
+  field(w, "location", kLocation);
+  field(w, "locationType", kLocationType);
   field(w, "storageClass", "STANDARD");
   field(w, "etag", "CAE=");
   field(w, "timeCreated", rfc3339(b.created_us));
@@ -107,6 +110,36 @@ std::string bucket_json(const BucketRecord& bucket, const std::string& endpoint)
   rapidjson::StringBuffer buffer;
   JsonWriter w(buffer);
   write_bucket(w, bucket, endpoint);
+  return finish(buffer);
+}
+
+std::string storage_layout_json(const BucketRecord& bucket) {
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.StartObject();
+  field(w, "kind", "storage#storageLayout");
+  field(w, "bucket", bucket.name);
+  field(w, "location", kLocation);
+  field(w, "locationType", kLocationType);
+  w.Key("hierarchicalNamespace");
+  w.StartObject();
+  w.Key("enabled");
+  w.Bool(false);
+  w.EndObject();
+  w.EndObject();
+  return finish(buffer);
+}
+
+std::string test_permissions_json(const std::vector<std::string>& permissions) {
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.StartObject();
+  field(w, "kind", "storage#testIamPermissionsResponse");
+  w.Key("permissions");
+  w.StartArray();
+  for (const auto& permission : permissions) w.String(permission);
+  w.EndArray();
+  w.EndObject();
   return finish(buffer);
 }
 

@@ -15,6 +15,10 @@ namespace dataflux::emulator::internal {
 std::string object_json(const ObjectRecord& object, const std::string& endpoint,
                         const FieldMask& fields = FieldMask());
 std::string bucket_json(const BucketRecord& bucket, const std::string& endpoint);
+// buckets.getStorageLayout: a flat namespace in the bucket's location.
+std::string storage_layout_json(const BucketRecord& bucket);
+// buckets.testIamPermissions: every permission asked about is held.
+std::string test_permissions_json(const std::vector<std::string>& permissions);
 std::string bucket_list_json(const std::vector<BucketRecord>& buckets, const std::string& endpoint);
 std::string object_list_json(const ListPage& page, const std::string& endpoint,
                              const FieldMask& fields = FieldMask());

@@ -209,6 +209,17 @@ std::optional<Route> resolve_route(const httplib::Request& req,
       if (m == "GET" || m == "DELETE") return r;
       return std::nullopt;
     }
+    // buckets.getStorageLayout (gcloud asks before a recursive copy) and
+    // buckets.testIamPermissions (clients ask before they compose).
+    if (n == 5 && is(4, "storageLayout")) {
+      if (m != "GET") return std::nullopt;
+      return make_route(RouteKind::kBucketStorageLayout, "buckets.getStorageLayout", r.bucket);
+    }
+    if (n == 6 && is(4, "iam") && is(5, "testPermissions")) {
+      if (m != "GET") return std::nullopt;
+      return make_route(RouteKind::kBucketTestIamPermissions, "buckets.testIamPermissions",
+                        r.bucket);
+    }
     if (!is(4, "o")) return std::nullopt;
     if (n == 5) {
       if (m != "GET") return std::nullopt;
@@ -295,6 +306,26 @@ Reply ObjectService::execute(const Route& route, const httplib::Request& req) {
     case RouteKind::kBucketDelete: {
       if (auto s = store_->delete_bucket(route.bucket); !s.ok()) return status_reply(s);
       return json_reply("", 204);
+    }
+    case RouteKind::kBucketStorageLayout: {
+      auto bucket = store_->get_bucket(route.bucket);
+      if (!bucket.ok()) return status_reply(bucket.status());
+      return json_reply(storage_layout_json(*bucket));
+    }
+    case RouteKind::kBucketTestIamPermissions: {
+      auto bucket = store_->get_bucket(route.bucket);
+      if (!bucket.ok()) return status_reply(bucket.status());
+      // The emulator grants everything: each permission asked about is held. GCS answers 400
+      // for a request naming none (the parameter is required).
+      std::vector<std::string> asked;
+      const std::size_t count = req.get_param_value_count("permissions");
+      for (std::size_t i = 0; i < count; ++i) {
+        asked.push_back(req.get_param_value("permissions", i));
+      }
+      if (asked.empty()) {
+        return error_reply(400, "Required parameter: permissions");
+      }
+      return json_reply(test_permissions_json(asked));
     }
     case RouteKind::kObjectList:
       return object_list(route, req, fields);
@@ -482,15 +513,20 @@ Reply ObjectService::object_compose(const Route& route, const httplib::Request& 
     }
     ComposeSource source;
     source.name = item["name"].GetString();
-    if (item.HasMember("generation")) {
-      source.generation = generation_of(item["generation"]);
+    // A JSON null is an absent member, as GCS reads it: Google's Python client sends
+    // "generation": null for a source named without one.
+    auto generation = item.FindMember("generation");
+    if (generation != item.MemberEnd() && !generation->value.IsNull()) {
+      source.generation = generation_of(generation->value);
       if (!source.generation) return error_reply(400, "Invalid source generation");
     }
     auto op = item.FindMember("objectPreconditions");
-    if (op != item.MemberEnd() && op->value.IsObject() &&
-        op->value.HasMember("ifGenerationMatch")) {
-      source.if_generation_match = generation_of(op->value["ifGenerationMatch"]);
-      if (!source.if_generation_match) return error_reply(400, "Invalid ifGenerationMatch");
+    if (op != item.MemberEnd() && op->value.IsObject()) {
+      auto match = op->value.FindMember("ifGenerationMatch");
+      if (match != op->value.MemberEnd() && !match->value.IsNull()) {
+        source.if_generation_match = generation_of(match->value);
+        if (!source.if_generation_match) return error_reply(400, "Invalid ifGenerationMatch");
+      }
     }
     sources.push_back(std::move(source));
   }

@@ -44,6 +44,8 @@ enum class RouteKind {
   kBucketInsert,
   kBucketGet,
   kBucketDelete,
+  kBucketStorageLayout,
+  kBucketTestIamPermissions,
   kObjectList,
   kObjectGet,
   kObjectMedia,

@@ -105,6 +105,26 @@ std::optional<Reply> check_digests(const httplib::Request& req, const std::strin
                             "The CRC32C you specified did not match the calculated checksum.");
     }
   }
+  // GCS's XML API takes the same digests as `x-goog-hash: crc32c=...,md5=...` (the header may
+  // be repeated, one hash each).
+  GoogHash goog;
+  for (std::size_t i = 0, n = req.get_header_value_count("x-goog-hash"); i < n; ++i) {
+    GoogHash one = parse_goog_hash(req.get_header_value("x-goog-hash", i));
+    if (!one.crc32c.empty()) goog.crc32c = one.crc32c;
+    if (!one.md5.empty()) goog.md5 = one.md5;
+  }
+  if (!goog.crc32c.empty()) {
+    auto sent = crc32c_from_base64(goog.crc32c);
+    if (!sent) return s3_error_reply(400, "InvalidDigest", "Malformed crc32c in x-goog-hash.");
+    if (*sent != crc32c(body)) {
+      return s3_error_reply(400, "BadDigest",
+                            "The CRC32C you specified did not match what we received.");
+    }
+  }
+  if (!goog.md5.empty() && df::md5_base64_of(body) != goog.md5) {
+    return s3_error_reply(400, "BadDigest",
+                          "The MD5 you specified did not match what we received.");
+  }
   return std::nullopt;
 }
 
@@ -567,6 +587,10 @@ Reply S3Service::upload_part(const S3Route& route, const httplib::Request& req) 
   if (req.has_header("x-amz-checksum-crc32c")) {
     r.headers.emplace_back("x-amz-checksum-crc32c", crc32c_to_base64(part.crc32c));
   }
+  // GCS's XML API answers an uploaded part with its CRC32C and MD5 (its "Object upload part"
+  // page), which clients such as gcloud check; S3 clients ignore the header.
+  r.headers.emplace_back("x-goog-hash", absl::StrCat("crc32c=", crc32c_to_base64(part.crc32c),
+                                                     ",md5=", df::md5_base64_of(part.data)));
   std::lock_guard<std::mutex> lock(mu_);
   auto it = uploads_.find(req.get_param_value("uploadId"));
   if (it == uploads_.end() || it->second.bucket != route.bucket || it->second.key != route.key) {

@@ -4,11 +4,15 @@
 
 #include <string>
 
+#include "core/sigv4.h"
 #include "dataflux/crc32c.h"
 #include "emulator/emulator_fixture.h"
 
 namespace dataflux::emulator::testing {
 namespace {
+
+using ::dataflux::internal::md5_base64_of;
+using ::dataflux::internal::md5_hex_of;
 
 TEST_F(EmulatorTest, BucketLifecycle) {
   auto res =
@@ -336,6 +340,12 @@ TEST_F(EmulatorTest, Compose) {
   auto compose = [&](const std::string& body, const std::string& query = "") {
     return client_->Post((path + query).c_str(), body, "application/json")->status;
   };
+  // A JSON null is an absent member (Google's Python client sends "generation": null).
+  EXPECT_EQ(compose(R"({"sourceObjects":[{"name":"c1","generation":null,)"
+                    R"("objectPreconditions":{"ifGenerationMatch":null}},{"name":"c2"}]})"),
+            200);
+  EXPECT_EQ(emu_->get_object_data(kBucket, "both").value(), "abcdefg");
+  EXPECT_EQ(compose(R"({"sourceObjects":[{"name":"c1","generation":true}]})"), 400);
   EXPECT_EQ(compose(R"({"sourceObjects":[{"name":"missing"}]})"), 404);
   EXPECT_EQ(compose(R"({"sourceObjects":[{"name":"c1","generation":"1"}]})"), 412);
   EXPECT_EQ(
@@ -399,6 +409,69 @@ TEST_F(EmulatorTest, CopyAndRewrite) {
           ->Post((object_path("src") + "/copyTo/b/no-bucket/o/x").c_str(), "", "application/json")
           ->status,
       404);
+}
+
+// buckets.getStorageLayout (gcloud storage cp -r asks first) and buckets.testIamPermissions
+// (clients ask before they compose), as GCS's JSON API reference describes them.
+TEST_F(EmulatorTest, StorageLayoutAndTestIamPermissions) {
+  const std::string bucket = std::string("/storage/v1/b/") + kBucket;
+  auto res = client_->Get((bucket + "/storageLayout").c_str());
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  auto doc = parse_json(res->body);
+  EXPECT_STREQ(doc["kind"].GetString(), "storage#storageLayout");
+  EXPECT_STREQ(doc["bucket"].GetString(), kBucket);
+  EXPECT_STREQ(doc["location"].GetString(), "US");
+  EXPECT_FALSE(doc["hierarchicalNamespace"]["enabled"].GetBool());
+  res = client_->Get("/storage/v1/b/no-such-bucket/storageLayout");
+  EXPECT_EQ(res->status, 404);
+  EXPECT_EQ(error_reason(res->body), "notFound");
+
+  res = client_->Get((bucket +
+                      "/iam/testPermissions?permissions=storage.objects.create&permissions=storage."
+                      "objects.delete")
+                         .c_str());
+  ASSERT_EQ(res->status, 200) << res->body;
+  doc = parse_json(res->body);
+  EXPECT_STREQ(doc["kind"].GetString(), "storage#testIamPermissionsResponse");
+  ASSERT_EQ(doc["permissions"].Size(), 2u);
+  EXPECT_STREQ(doc["permissions"][0].GetString(), "storage.objects.create");
+  EXPECT_STREQ(doc["permissions"][1].GetString(), "storage.objects.delete");
+  EXPECT_EQ(client_->Get((bucket + "/iam/testPermissions").c_str())->status, 400);
+  EXPECT_EQ(client_->Get("/storage/v1/b/no-such-bucket/iam/testPermissions?permissions=x")->status,
+            404);
+  EXPECT_EQ(emu_->request_count("buckets.getStorageLayout"), 2u);
+  EXPECT_EQ(emu_->request_count("buckets.testIamPermissions"), 3u);
+}
+
+// GCS's XML multipart API: an uploaded part is answered with its CRC32C and MD5 in
+// x-goog-hash, and a part whose x-goog-hash does not match what arrived is refused.
+TEST_F(EmulatorTest, XmlMultipartPartsAnswerWithTheirHashes) {
+  const std::string key = std::string("/") + kBucket + "/xml/object";
+  auto res = client_->Post((key + "?uploads").c_str(), "", "application/octet-stream");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const std::size_t open = res->body.find("<UploadId>");
+  const std::size_t close = res->body.find("</UploadId>");
+  ASSERT_NE(close, std::string::npos) << res->body;
+  const std::string id = res->body.substr(open + 10, close - open - 10);
+  const std::string part = key + "?partNumber=1&uploadId=" + id;
+  const std::string data = "part one bytes";
+  res = client_->Put(part.c_str(), data, "application/octet-stream");
+  ASSERT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(res->get_header_value("x-goog-hash"),
+            "crc32c=" + crc32c_to_base64(crc32c(data)) + ",md5=" + md5_base64_of(data));
+  EXPECT_EQ(res->get_header_value("ETag"), "\"" + md5_hex_of(data) + "\"");
+
+  httplib::Headers matching = {{"x-goog-hash", "crc32c=" + crc32c_to_base64(crc32c(data))},
+                               {"x-goog-hash", "md5=" + md5_base64_of(data)}};
+  EXPECT_EQ(client_->Put(part.c_str(), matching, data, "application/octet-stream")->status, 200);
+  httplib::Headers wrong = {{"x-goog-hash", "crc32c=" + crc32c_to_base64(crc32c("other"))}};
+  res = client_->Put(part.c_str(), wrong, data, "application/octet-stream");
+  EXPECT_EQ(res->status, 400);
+  EXPECT_NE(res->body.find("BadDigest"), std::string::npos) << res->body;
+  wrong = {{"x-goog-hash", "md5=" + md5_base64_of("other")}};
+  EXPECT_EQ(client_->Put(part.c_str(), wrong, data, "application/octet-stream")->status, 400);
 }
 
 TEST_F(EmulatorTest, UnknownRoutesGetGcsShapedNotFound) {

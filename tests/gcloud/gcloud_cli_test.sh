@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Google's own CLI (`gcloud storage`) against dataflux-emulator: bucket create, cp up and
-# down (small and 40 MiB, resumable), ls, du, objects compose, rm; bytes checked with cmp.
+# down (small and 40 MiB, resumable), ls, du, objects compose, rm; cp -r of a tree (spaces
+# and non-ASCII names) up and down, rsync both ways (changes and deletions), du and rm -r of
+# a prefix; bytes checked with cmp and diff -r.
 # Usage: gcloud_cli_test.sh PATH/TO/dataflux-emulator. Exits 77 (skipped) without gcloud.
 set -euo pipefail
 
@@ -78,6 +80,33 @@ gc storage objects compose "$bucket/dir/small.bin" "$bucket/dir/small.bin" "$buc
 gc storage cp "$bucket/twice.bin" "$work/twice.down" || fail "cp composed down"
 cat "$work/small.bin" "$work/small.bin" >"$work/twice.expected"
 cmp "$work/twice.expected" "$work/twice.down" || fail "composed bytes differ"
+
+# A tree: nested directories, a name with a space, a non-ASCII name.
+mkdir -p "$work/tree/sub/deeper" "$work/tree/with space"
+printf 'one' >"$work/tree/a.txt"
+printf 'two two' >"$work/tree/sub/b.txt"
+head -c 3000 /dev/urandom >"$work/tree/sub/deeper/c.bin"
+printf 'ü' >"$work/tree/with space/ünïcode.txt"
+gc storage cp -r "$work/tree" "$bucket/up/" || fail "cp -r up"
+mkdir "$work/down"
+gc storage cp -r "$bucket/up/tree" "$work/down/" || fail "cp -r down"
+diff -r "$work/tree" "$work/down/tree" || fail "cp -r round trip differs"
+tree_bytes=$((3 + 7 + 3000 + 2))
+usage="$(gc storage du -s "$bucket/up/")" || fail "du -s of a prefix"
+[[ "$(awk '{print $1}' <<<"$usage")" == "$tree_bytes" ]] || fail "du -s says '$usage', want $tree_bytes"
+
+# rsync up, change and delete locally, rsync again with deletions, then rsync down.
+gc storage rsync -r "$work/tree" "$bucket/sync" || fail "rsync up"
+printf 'changed' >"$work/tree/a.txt"
+rm "$work/tree/sub/b.txt"
+gc storage rsync -r --delete-unmatched-destination-objects "$work/tree" "$bucket/sync" \
+  || fail "rsync up with deletions"
+gc storage rsync -r "$bucket/sync" "$work/synced" || fail "rsync down"
+diff -r "$work/tree" "$work/synced" || fail "rsync round trip differs"
+
+gc storage rm -r "$bucket/up" "$bucket/sync" || fail "rm -r"
+left="$(gc storage ls -r "$bucket/up/**" "$bucket/sync/**" 2>&1 || true)"
+grep -q "^gs://" <<<"$left" && fail "rm -r left objects: $left"
 
 gc storage rm "$bucket/dir/small.bin" "$bucket/dir/large.bin" "$bucket/twice.bin" || fail "rm"
 remaining="$(gc storage ls "$bucket" 2>&1 || true)"
