@@ -4,8 +4,9 @@
 #      our emulator included (skipped, visibly, where gcloud is absent);
 #   2. every test again under AddressSanitizer + UndefinedBehaviorSanitizer, the torch layer
 #      (datasets, checkpoints, the chaos test) included;
-#   3. the pools, the transport, and the concurrent engine and read-path tests (core_tests,
-#      http_tests, engine_tests, store_tests) under ThreadSanitizer, only those binaries built;
+#   3. the pools, the transport, the concurrent engine and read-path tests and the `dataflux`
+#      command (core_tests, http_tests, engine_tests, store_tests, cli_tests: the program it
+#      runs is instrumented too) under ThreadSanitizer, only those binaries built;
 #   4. `cmake --install`, then the demo built as a separate project against the install tree.
 # Ends with one line "tests: N passed, M failed".
 set -uo pipefail
@@ -77,12 +78,12 @@ else
   echo "test.sh: the sanitizer build failed"; failed=$((failed + 1))
 fi
 
-step "pools, transport, engine and read-path tests under ThreadSanitizer"
+step "pools, transport, engine, read-path and command tests under ThreadSanitizer"
 if cmake -S . -B "$TSAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDATAFLUX_WITH_TORCH=OFF \
          -DDATAFLUX_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS="-fsanitize=thread -fno-omit-frame-pointer" \
          -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread >/dev/null &&
-   cmake --build "$TSAN_DIR" -j2 --target core_tests http_tests engine_tests store_tests; then
-  for t in core_tests http_tests engine_tests store_tests; do
+   cmake --build "$TSAN_DIR" -j2 --target core_tests http_tests engine_tests store_tests cli_tests; then
+  for t in core_tests http_tests engine_tests store_tests cli_tests; do
     TSAN_OPTIONS="halt_on_error=0 suppressions=$PWD/tools/tsan.supp" run_gtest "$TSAN_DIR/tests/$t"
   done
 else

@@ -1,0 +1,117 @@
+#include "cli/common.h"
+
+#include <algorithm>
+#include <atomic>
+#include <ctime>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "dataflux/open_store.h"
+
+namespace dataflux::cli {
+
+absl::StatusOr<Location> open_location(const std::string& text, bool* usage_error) {
+  *usage_error = false;
+  auto url = StorageUrl::parse(text);
+  if (!url.ok()) {
+    *usage_error = true;
+    return url.status();
+  }
+  auto store = open_store(*url);
+  if (!store.ok()) return store.status();
+  return Location{text, *std::move(url), *std::move(store)};
+}
+
+absl::StatusOr<Target> resolve(const Location& location) {
+  Target target;
+  target.prefix = location.url.object;
+  if (target.prefix.empty() || absl::EndsWith(target.prefix, "/")) return target;
+  auto metadata = location.store->get_object_metadata(location.url.bucket, target.prefix);
+  if (metadata.ok()) {
+    target.exact = *std::move(metadata);
+    return target;
+  }
+  if (!absl::IsNotFound(metadata.status())) return metadata.status();
+  target.prefix += "/";
+  return target;
+}
+
+absl::Status matched_nothing(const Location& location) {
+  return absl::NotFoundError(absl::StrCat(location.url.to_string(), " matched no objects"));
+}
+
+int for_each_location(const std::vector<std::string>& urls, const Io& io, Failures& failures,
+                      const std::function<void(const Location&)>& each) {
+  for (const auto& text : urls) {
+    bool usage = false;
+    auto location = open_location(text, &usage);
+    if (!location.ok()) {
+      if (usage) {
+        std::fprintf(io.err, "dataflux: %s\n", location.status().ToString().c_str());
+        return kExitUsage;
+      }
+      failures.add(location.status());
+      continue;
+    }
+    each(*location);
+  }
+  return failures.count() > 0 ? kExitFailed : kExitOk;
+}
+
+void Failures::add(const absl::Status& status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++count_;
+  std::fprintf(io_.err, "%sdataflux: %s\n", io_.terminal ? "\r\x1b[K" : "",
+               status.ToString().c_str());
+  std::fflush(io_.err);
+}
+
+std::size_t Failures::count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return count_;
+}
+
+void parallel_for(std::size_t n, int jobs, const std::function<void(std::size_t)>& task) {
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < n;) task(i);
+  };
+  const std::size_t threads = std::min<std::size_t>(n, static_cast<std::size_t>(std::max(1, jobs)));
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& thread : pool) thread.join();
+}
+
+std::string human_bytes(std::uint64_t bytes) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (bytes < 1024) return absl::StrCat(bytes, " B");
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 6) {
+    value /= 1024;
+    ++unit;
+  }
+  return absl::StrFormat("%.1f %s", value, kUnits[unit]);
+}
+
+std::string rfc3339(std::chrono::system_clock::time_point t) {
+  if (t == std::chrono::system_clock::time_point{}) return "-";
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+std::string base_name(const std::string& name) {
+  std::string trimmed = name;
+  if (!trimmed.empty() && trimmed.back() == '/') trimmed.pop_back();
+  const std::size_t slash = trimmed.rfind('/');
+  return slash == std::string::npos ? trimmed : trimmed.substr(slash + 1);
+}
+
+}  // namespace dataflux::cli

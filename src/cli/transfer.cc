@@ -1,0 +1,463 @@
+// cp, mv, rm: the subcommands that move and delete objects, many at once.
+//
+// Every copy is store to store (a local path is the file:// store) and atomic per object:
+//   - to a local path: the source's parallel ranged read (ranges pinned to one generation or
+//     ETag, CRC32C-checked) into a temporary file in the destination directory, mapped into
+//     memory, then renamed into place (without replacing anything under -n);
+//   - within one cloud (gs→gs, s3→s3): the server-side copy, pinned to the listed generation,
+//     its CRC32C compared with the source's;
+//   - otherwise: the source read as one stream (pinned, CRC32C-checked) into an Uploader
+//     (parallel parts, published only on commit; under -n only if nothing is there).
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "cli/commands.h"
+#include "cli/progress.h"
+#include "dataflux/crc32c.h"
+#include "dataflux/listing.h"
+#include "dataflux/upload.h"
+#include "engine/ranged_read.h"
+
+namespace dataflux::cli {
+namespace {
+
+constexpr std::uint64_t kServerCopyLimit = 5ull << 30;  // S3 CopyObject's limit
+constexpr std::uint64_t kPartSize = 16ull << 20;
+constexpr int kPartsInFlight = 4;
+constexpr std::uint64_t kMemoryBudget = 512ull << 20;  // upload buffers of all jobs together
+
+// Bytes of upload buffers in use; a transfer takes its share before it starts and gives it
+// back when done (Reservation), so every waiter is woken by a release.
+class MemoryBudget {
+ public:
+  class Reservation {
+   public:
+    Reservation(MemoryBudget& budget, std::uint64_t bytes) : budget_(budget), bytes_(bytes) {
+      std::unique_lock<std::mutex> lock(budget_.mu_);
+      budget_.cv_.wait(
+          lock, [&] { return budget_.used_ == 0 || budget_.used_ + bytes_ <= kMemoryBudget; });
+      budget_.used_ += bytes_;
+    }
+    ~Reservation() {
+      {
+        std::lock_guard<std::mutex> lock(budget_.mu_);
+        budget_.used_ -= bytes_;
+      }
+      budget_.cv_.notify_all();
+    }
+    Reservation(const Reservation&) = delete;
+    Reservation& operator=(const Reservation&) = delete;
+
+   private:
+    MemoryBudget& budget_;
+    const std::uint64_t bytes_;
+  };
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::uint64_t used_ = 0;
+};
+
+struct Job {
+  const Location* source = nullptr;
+  ObjectEntry object;
+  std::string destination;  // object name in the destination's bucket
+};
+
+enum class Outcome { kDone, kSkipped };
+
+std::string errno_text(int error) { return std::strerror(error); }
+
+std::string random_hex() {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  return absl::StrFormat("%016x", rng());
+}
+
+// A local file being written: removed unless released.
+class TempFile {
+ public:
+  explicit TempFile(std::string path) : path_(std::move(path)) {}
+  ~TempFile() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!path_.empty()) ::unlink(path_.c_str());
+  }
+  absl::Status open() {
+    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd_ < 0) {
+      return absl::PermissionDeniedError(absl::StrCat("create ", path_, ": ", errno_text(errno)));
+    }
+    return absl::OkStatus();
+  }
+  int fd() const { return fd_; }
+  const std::string& path() const { return path_; }
+  absl::Status close() {
+    const int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) {
+      return absl::DataLossError(absl::StrCat("close ", path_, ": ", errno_text(errno)));
+    }
+    return absl::OkStatus();
+  }
+  void release() { path_.clear(); }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+class Copier {
+ public:
+  Copier(const CpOptions& options, const Location& destination, Progress& progress)
+      : options_(options), destination_(destination), progress_(progress) {}
+
+  absl::StatusOr<Outcome> copy(const Job& job) {
+    if (destination_.is_local()) return download(job);
+    if (options_.no_clobber) {
+      // Skip what is there without moving its bytes; the precondition on the write itself
+      // keeps it atomic against a writer that appears meanwhile.
+      auto existing =
+          destination_.store->get_object_metadata(destination_.url.bucket, job.destination);
+      if (existing.ok()) return Outcome::kSkipped;
+      if (!absl::IsNotFound(existing.status())) return existing.status();
+    }
+    const bool same_cloud = job.source->url.scheme == destination_.url.scheme;
+    if (same_cloud && job.object.size <= kServerCopyLimit) return server_copy(job);
+    return stream(job);
+  }
+
+ private:
+  absl::StatusOr<Outcome> download(const Job& job) {
+    const std::string path = destination_.path_of(job.destination);
+    const std::filesystem::path target(path);
+    std::error_code ec;
+    std::filesystem::create_directories(target.parent_path(), ec);
+    if (ec) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("cp: create directory ", target.parent_path().string(), ": ", ec.message()));
+    }
+    if (options_.no_clobber && ::access(path.c_str(), F_OK) == 0) return Outcome::kSkipped;
+    TempFile temp(absl::StrCat(target.parent_path().string(), "/.", target.filename().string(),
+                               ".dataflux-cp-", random_hex()));
+    if (auto s = temp.open(); !s.ok()) return s;
+    void* mapped = MAP_FAILED;
+    std::uint64_t mapped_size = 0;
+    absl::Status alloc_error;
+    internal::RangedReadOptions ranged;
+    auto result = internal::read_object_ranged(
+        *job.source->store, job.source->url.bucket, job.object.name, ranged,
+        [&](std::uint64_t size) -> char* {
+          if (size == 0) return nullptr;
+          if (::ftruncate(temp.fd(), static_cast<off_t>(size)) != 0) {
+            alloc_error = absl::ResourceExhaustedError(absl::StrCat(
+                "cp: size ", temp.path(), " to ", size, " bytes: ", errno_text(errno)));
+            return nullptr;
+          }
+          mapped = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, temp.fd(), 0);
+          if (mapped == MAP_FAILED) {
+            alloc_error = absl::ResourceExhaustedError(
+                absl::StrCat("cp: map ", temp.path(), ": ", errno_text(errno)));
+            return nullptr;
+          }
+          mapped_size = size;
+          return static_cast<char*>(mapped);
+        });
+    if (mapped != MAP_FAILED) ::munmap(mapped, mapped_size);
+    if (!alloc_error.ok()) return alloc_error;
+    if (!result.ok()) return result.status();
+    if (auto s = temp.close(); !s.ok()) return s;
+    if (options_.no_clobber) {
+      if (::renameat2(AT_FDCWD, temp.path().c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) !=
+          0) {
+        if (errno == EEXIST) return Outcome::kSkipped;
+        return absl::PermissionDeniedError(
+            absl::StrCat("cp: rename into ", path, ": ", errno_text(errno)));
+      }
+    } else if (::rename(temp.path().c_str(), path.c_str()) != 0) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("cp: rename into ", path, ": ", errno_text(errno)));
+    }
+    temp.release();
+    progress_.add_bytes(result->bytes);
+    return Outcome::kDone;
+  }
+
+  absl::StatusOr<Outcome> server_copy(const Job& job) {
+    CopyObjectRequest request;
+    request.source_bucket = job.source->url.bucket;
+    request.source_object = job.object.name;
+    if (job.object.generation != 0) request.source_generation = job.object.generation;
+    request.destination_bucket = destination_.url.bucket;
+    request.destination_object = job.destination;
+    if (options_.no_clobber) request.if_generation_match = 0;
+    auto copied = destination_.store->copy_object(request);
+    if (!copied.ok()) {
+      if (options_.no_clobber && absl::IsFailedPrecondition(copied.status())) {
+        return Outcome::kSkipped;
+      }
+      return copied.status();
+    }
+    if (copied->size != job.object.size ||
+        (copied->crc32c && job.object.crc32c && *copied->crc32c != *job.object.crc32c)) {
+      return absl::DataLossError(absl::StrCat(
+          "cp ", job.source->url_of(job.object.name), " -> ", destination_.url_of(job.destination),
+          ": the copy (", copied->size, " bytes, CRC32C ",
+          copied->crc32c ? crc32c_to_base64(*copied->crc32c) : "-",
+          ") does not match the source as listed (", job.object.size, " bytes, CRC32C ",
+          job.object.crc32c ? crc32c_to_base64(*job.object.crc32c) : "-", ")"));
+    }
+    progress_.add_bytes(copied->size);
+    return Outcome::kDone;
+  }
+
+  absl::StatusOr<Outcome> stream(const Job& job) {
+    MemoryBudget::Reservation reservation(
+        budget_, std::min<std::uint64_t>(std::max<std::uint64_t>(job.object.size, 1),
+                                         kPartSize * kPartsInFlight));
+    UploadOptions upload;
+    upload.part_size = kPartSize;
+    upload.max_parts_in_flight = kPartsInFlight;
+    upload.expected_size = job.object.size;
+    if (options_.no_clobber) upload.if_generation_match = 0;
+    auto uploader =
+        Uploader::create(destination_.store, destination_.url.bucket, job.destination, upload);
+    if (!uploader.ok()) return uploader.status();
+    ReadObjectRequest read;
+    read.bucket = job.source->url.bucket;
+    read.object = job.object.name;
+    if (job.object.generation != 0) read.generation = job.object.generation;
+    read.expected_crc32c = job.object.crc32c;
+    auto result = job.source->store->read_object(read, [&](const char* data, std::size_t n) {
+      progress_.add_bytes(n);
+      return (*uploader)->write(data, n);
+    });
+    if (!result.ok()) {
+      (void)(*uploader)->abort();
+      return result.status();
+    }
+    auto published = (*uploader)->commit();
+    if (!published.ok()) {
+      if (options_.no_clobber && absl::IsFailedPrecondition(published.status())) {
+        return Outcome::kSkipped;
+      }
+      return published.status();
+    }
+    return Outcome::kDone;
+  }
+
+  const CpOptions& options_;
+  const Location& destination_;
+  Progress& progress_;
+  MemoryBudget budget_;
+};
+
+// The destination names a container (a directory or prefix) rather than one object.
+bool is_container(const CpOptions& options, const Location& destination) {
+  const std::string& object = destination.url.object;
+  if (object.empty() || absl::EndsWith(object, "/") || absl::EndsWith(destination.text, "/")) {
+    return true;
+  }
+  if (options.sources.size() > 1) return true;
+  if (destination.is_local()) {
+    std::error_code ec;
+    return std::filesystem::is_directory(destination.path_of(object), ec);
+  }
+  return false;
+}
+
+std::string as_prefix(std::string name) {
+  if (!name.empty() && name.back() != '/') name += '/';
+  return name;
+}
+
+std::string describe(const Job& job, const Location& destination, const char* verb) {
+  return absl::StrCat(verb, " ", job.source->url_of(job.object.name), " -> ",
+                      destination.url_of(job.destination));
+}
+
+}  // namespace
+
+int run_cp(const CpOptions& options, const Io& io) {
+  const char* verb = options.move ? "mv" : "cp";
+  bool usage = false;
+  auto destination = open_location(options.destination, &usage);
+  if (!destination.ok()) {
+    std::fprintf(io.err, "dataflux: %s\n", destination.status().ToString().c_str());
+    return usage ? kExitUsage : kExitFailed;
+  }
+  std::vector<Location> sources;
+  sources.reserve(options.sources.size());
+  for (const auto& text : options.sources) {
+    auto source = open_location(text, &usage);
+    if (!source.ok()) {
+      std::fprintf(io.err, "dataflux: %s\n", source.status().ToString().c_str());
+      return usage ? kExitUsage : kExitFailed;
+    }
+    sources.push_back(*std::move(source));
+  }
+  Failures failures(io);
+  const bool container = is_container(options, *destination);
+  const std::string into = as_prefix(destination->url.object);
+
+  // Expand the sources into one job per object.
+  std::vector<Job> jobs;
+  std::uint64_t total_bytes = 0;
+  for (const auto& source : sources) {
+    auto target = resolve(source);
+    if (!target.ok()) {
+      failures.add(target.status());
+      continue;
+    }
+    if (target->exact) {
+      Job job{&source, ObjectEntry(*target->exact),
+              container ? into + base_name(source.url.object) : destination->url.object};
+      total_bytes += job.object.size;
+      jobs.push_back(std::move(job));
+      continue;
+    }
+    if (!options.recursive) {
+      failures.add(absl::InvalidArgumentError(
+          absl::StrCat(verb, " ", source.url.to_string(),
+                       ": a directory or prefix, not an object (copy it with -r)")));
+      continue;
+    }
+    auto listing = list_objects_fast(*source.store, source.url.bucket, target->prefix);
+    if (!listing.ok()) {
+      failures.add(listing.status());
+      continue;
+    }
+    if (listing->empty()) {
+      failures.add(matched_nothing(source));
+      continue;
+    }
+    // cp -r DIR DEST/ puts DIR's objects under DEST/DIR/, as cp, gcloud and gsutil do.
+    const std::string base = base_name(source.url.object);
+    const std::string under =
+        container ? into + (base.empty() ? "" : base + "/") : as_prefix(destination->url.object);
+    for (std::size_t i = 0; i < listing->size(); ++i) {
+      Job job{&source, (*listing)[i], ""};
+      job.destination = under + job.object.name.substr(target->prefix.size());
+      total_bytes += job.object.size;
+      jobs.push_back(std::move(job));
+    }
+  }
+
+  Progress progress(io, options.move ? "Moved" : "Copied", jobs.size(), total_bytes);
+  Copier copier(options, *destination, progress);
+  parallel_for(jobs.size(), options.jobs, [&](std::size_t i) {
+    const Job& job = jobs[i];
+    auto outcome = copier.copy(job);
+    if (!outcome.ok()) {
+      progress.object_failed();
+      const std::string context = describe(job, *destination, verb);
+      failures.add(absl::Status(outcome.status().code(),
+                                absl::StrCat(context, ": ", outcome.status().message())));
+      return;
+    }
+    if (*outcome == Outcome::kSkipped) {
+      progress.object_skipped();
+      return;
+    }
+    if (options.move) {
+      DeleteObjectRequest remove;
+      remove.bucket = job.source->url.bucket;
+      remove.object = job.object.name;
+      if (job.object.generation != 0) remove.if_generation_match = job.object.generation;
+      if (auto s = job.source->store->delete_object(remove); !s.ok()) {
+        progress.object_failed();
+        failures.add(absl::Status(s.code(), absl::StrCat(describe(job, *destination, verb),
+                                                         ": copied, but deleting the source "
+                                                         "failed: ",
+                                                         s.message())));
+        return;
+      }
+    }
+    progress.object_done();
+  });
+  progress.finish();
+  return failures.count() > 0 ? kExitFailed : kExitOk;
+}
+
+int run_rm(const RmOptions& options, const Io& io) {
+  Failures failures(io);
+  struct Doomed {
+    const Location* location;
+    std::string name;
+  };
+  std::vector<Location> locations;
+  for (const auto& text : options.urls) {
+    bool usage = false;
+    auto location = open_location(text, &usage);
+    if (!location.ok()) {
+      if (usage) {
+        std::fprintf(io.err, "dataflux: %s\n", location.status().ToString().c_str());
+        return kExitUsage;
+      }
+      failures.add(location.status());
+      continue;
+    }
+    locations.push_back(*std::move(location));
+  }
+  std::vector<Doomed> doomed;
+  for (const auto& location : locations) {
+    auto target = resolve(location);
+    if (!target.ok()) {
+      failures.add(target.status());
+      continue;
+    }
+    if (target->exact) {
+      doomed.push_back({&location, target->exact->name});
+      continue;
+    }
+    if (!options.recursive) {
+      failures.add(absl::InvalidArgumentError(
+          absl::StrCat("rm ", location.url.to_string(),
+                       ": a directory or prefix, not an object (remove it with -r)")));
+      continue;
+    }
+    ListOptions list;  // everything under the prefix, temporaries and placeholders included
+    list.skip_directory_placeholders = false;
+    list.skip_temporary_objects = false;
+    auto listing = list_objects_fast(*location.store, location.url.bucket, target->prefix, list);
+    if (!listing.ok()) {
+      failures.add(listing.status());
+      continue;
+    }
+    if (listing->empty()) {
+      failures.add(matched_nothing(location));
+      continue;
+    }
+    for (std::size_t i = 0; i < listing->size(); ++i) {
+      doomed.push_back({&location, std::string(listing->name(i))});
+    }
+  }
+  Progress progress(io, "Removed", doomed.size(), 0);
+  parallel_for(doomed.size(), options.jobs, [&](std::size_t i) {
+    DeleteObjectRequest request;
+    request.bucket = doomed[i].location->url.bucket;
+    request.object = doomed[i].name;
+    if (auto s = doomed[i].location->store->delete_object(request); !s.ok()) {
+      progress.object_failed();
+      failures.add(s);
+      return;
+    }
+    progress.object_done();
+  });
+  progress.finish();
+  return failures.count() > 0 ? kExitFailed : kExitOk;
+}
+
+}  // namespace dataflux::cli
