@@ -178,6 +178,11 @@ class Copier {
     if (mapped != MAP_FAILED) ::munmap(mapped, mapped_size);
     if (!alloc_error.ok()) return alloc_error;
     if (!result.ok()) return result.status();
+    // The ranged read pins its own stat's generation; the copy must be of the version listed.
+    if (job.object.generation != 0 && result->metadata.generation != 0 &&
+        result->metadata.generation != job.object.generation) {
+      return changed(job, result->metadata.generation);
+    }
     if (auto s = temp.close(); !s.ok()) return s;
     if (options_.no_clobber) {
       if (::renameat2(AT_FDCWD, temp.path().c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) !=
@@ -256,6 +261,12 @@ class Copier {
       return published.status();
     }
     return Outcome::kDone;
+  }
+
+  static absl::Status changed(const Job& job, std::int64_t now) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the source changed during the copy (generation ", job.object.generation,
+                     " was listed, ", now, " is live now); nothing was written"));
   }
 
   const CpOptions& options_;
@@ -362,9 +373,15 @@ int run_cp(const CpOptions& options, const Io& io) {
     auto outcome = copier.copy(job);
     if (!outcome.ok()) {
       progress.object_failed();
-      const std::string context = describe(job, *destination, verb);
-      failures.add(absl::Status(outcome.status().code(),
-                                absl::StrCat(context, ": ", outcome.status().message())));
+      std::string message =
+          absl::StrCat(describe(job, *destination, verb), ": ", outcome.status().message());
+      if (absl::IsNotFound(outcome.status()) && job.object.generation != 0) {
+        // A read pinned to the listed generation finds it gone: overwritten or deleted.
+        absl::StrAppend(&message,
+                        " (the source changed or was deleted during the copy; "
+                        "nothing was written)");
+      }
+      failures.add(absl::Status(outcome.status().code(), message));
       return;
     }
     if (*outcome == Outcome::kSkipped) {

@@ -97,6 +97,23 @@ void Control::clear_faults() {
   faults_.clear();
 }
 
+void Control::after_next(const std::string& operation, std::function<void()> action) {
+  std::lock_guard<std::mutex> lock(mu_);
+  after_[operation].push_back(std::move(action));
+}
+
+void Control::run_after(const std::string& operation) {
+  std::function<void()> action;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = after_.find(operation);
+    if (it == after_.end() || it->second.empty()) return;
+    action = std::move(it->second.front());
+    it->second.pop_front();
+  }
+  action();  // outside the lock: it may call back into the emulator
+}
+
 void Control::count(const std::string& operation) {
   std::lock_guard<std::mutex> lock(mu_);
   ++counters_[operation];

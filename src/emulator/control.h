@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -26,6 +27,11 @@ class Control {
   void clear_faults();
   void set_chaos(ChaosOptions chaos);
   std::map<std::string, std::uint64_t> chaos_counts() const;
+
+  // Actions run once, after the next request of `operation` was executed and before its reply
+  // is sent (FIFO per operation).
+  void after_next(const std::string& operation, std::function<void()> action);
+  void run_after(const std::string& operation);
 
   void count(const std::string& operation);
   std::uint64_t count_of(const std::string& operation) const;
@@ -53,6 +59,7 @@ class Control {
   std::condition_variable stop_cv_;
   bool stopping_ = false;
   std::map<std::string, std::deque<Fault>> faults_;
+  std::map<std::string, std::deque<std::function<void()>>> after_;
   std::map<std::string, std::uint64_t> counters_;
   ChaosOptions chaos_;
   std::mt19937_64 chaos_rng_;

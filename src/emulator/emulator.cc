@@ -322,8 +322,9 @@ class Emulator::Impl {
     if (auth_route) {
       return deliver(auth_.execute(*auth_route, req, token_uri(), default_email()), fault, res);
     }
-    if (s3_route) return deliver(s3_.execute(*s3_route, req), fault, res);
-    deliver(service_->execute(*route, req), fault, res);
+    internal::Reply reply = s3_route ? s3_.execute(*s3_route, req) : service_->execute(*route, req);
+    control_.run_after(operation);
+    deliver(std::move(reply), fault, res);
   }
 
   // Reads the request body into req.body at no more than the model's per-stream rate. Sleeping
@@ -522,6 +523,10 @@ std::vector<ObjectInfo> Emulator::list_objects(const std::string& bucket) {
     out.push_back(ObjectInfo{o.name, o.size(), o.generation, o.crc32c});
   }
   return out;
+}
+
+void Emulator::after_next(const std::string& operation, std::function<void()> action) {
+  impl_->control_.after_next(operation, std::move(action));
 }
 
 void Emulator::inject_fault(const std::string& operation, Fault fault) {

@@ -14,6 +14,7 @@
 #define DATAFLUX_SRC_EMULATOR_EMULATOR_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -163,6 +164,10 @@ class Emulator {
   std::vector<ObjectInfo> list_objects(const std::string& bucket);  // every object, by name
 
   void inject_fault(const std::string& operation, Fault fault);
+  // Runs `action` once, right after the next request of `operation` has been executed and
+  // before its reply is sent: a test's way to change the bucket at an exact point of a
+  // client's sequence (an object overwritten between a stat and the read that follows it).
+  void after_next(const std::string& operation, std::function<void()> action);
   std::size_t pending_faults(const std::string& operation) const;
   void clear_faults();
   void set_chaos(ChaosOptions chaos);

@@ -298,6 +298,42 @@ TEST_F(CliEmulatorTest, APartialFailureNamesTheObjectAndFinishesTheRest) {
   EXPECT_EQ(files, 19u);
 }
 
+// An object overwritten during its copy is an error, never a file of two versions nor a
+// silent copy of another version than the one listed: overwritten between the listing (a
+// stat) and the copy, between the copy's own stat and its ranged reads, and during a
+// cross-cloud stream. Nothing is left at the destination.
+TEST_F(CliEmulatorTest, AnObjectThatChangesDuringTheCopyIsAnErrorNotASplice) {
+  const std::string v1 = random_bytes(20 << 20, 1);
+  const std::string v2 = random_bytes(20 << 20, 2);
+  ASSERT_TRUE(emu_->put_object("from-bucket", "obj", v1).ok());
+  auto overwrite = [&] { ASSERT_TRUE(emu_->put_object("from-bucket", "obj", v2).ok()); };
+  const std::string down = work_.path() + "/obj";
+
+  emu_->after_next("objects.get", overwrite);  // the CLI's stat of the source
+  CliRun r = run(env_, "cp gs://from-bucket/obj " + down);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("changed during the copy"));
+  EXPECT_FALSE(fs::exists(down));
+
+  ASSERT_TRUE(emu_->put_object("from-bucket", "obj", v1).ok());
+  emu_->after_next("objects.get", [] {});      // the CLI's stat
+  emu_->after_next("objects.get", overwrite);  // the ranged read's own stat
+  r = run(env_, "cp gs://from-bucket/obj " + down);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("changed or was deleted during the copy"));
+  EXPECT_FALSE(fs::exists(down));
+
+  ASSERT_TRUE(emu_->put_object("from-bucket", "obj", v1).ok());
+  emu_->after_next("objects.get", overwrite);
+  r = run(env_, "cp gs://from-bucket/obj s3://to-bucket/obj");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("changed or was deleted during the copy"));
+  EXPECT_FALSE(emu_->get_object_data("to-bucket", "obj").ok());
+  for (const auto& entry : fs::directory_iterator(work_.path())) {
+    EXPECT_THAT(entry.path().filename().string(), Not(HasSubstr("dataflux-cp"))) << entry.path();
+  }
+}
+
 // On a terminal the progress line is drawn and cleared before the summary; in a pipe there is
 // no control sequence at all; -q prints neither line nor summary.
 TEST_F(CliEmulatorTest, ProgressOnATerminalOnlyAndQuietWithQ) {
