@@ -2,6 +2,8 @@
 // Prints its URL as the first line of stdout, then serves until SIGINT or SIGTERM.
 #include <signal.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,12 +20,18 @@ constexpr char kUsage[] =
     "Usage: dataflux-emulator [options]\n"
     "  --host H                 loopback address to bind (default 127.0.0.1)\n"
     "  --port P                 port, 0 = a free one (default 0)\n"
-    "  --threads N              server worker threads (default 64)\n"
+    "  --threads N              server worker threads, one per open connection (default 512:\n"
+    "                           clients keep up to 256 connections alive, and one more than\n"
+    "                           there are threads waits for an idle keep-alive to time out)\n"
     "  --latency-ms X           first-byte latency added to every response\n"
     "  --stream-mb-per-s Y      per-response bandwidth in MB/s (0 = unlimited)\n"
     "  --max-requests-per-s Z   request-rate limit over all requests, above it 429\n"
     "  --storage-dir D          keep object bytes in files under D (default: memory)\n"
     "  --bucket NAME            create this bucket at start (repeatable)\n"
+    "  --populate BUCKET/PREFIX:COUNT:SIZE\n"
+    "                           create COUNT objects of SIZE bytes named PREFIX00000000... in\n"
+    "                           BUCKET (created if needed) before serving, without HTTP: a big\n"
+    "                           listing for benchmarks in an instant (repeatable)\n"
     "  --project P              project that owns the buckets (default test-project)\n"
     "  --no-md5                 skip MD5 of uploaded objects (no md5Hash, as for composites):\n"
     "                           saves emulator CPU that a benchmark would take from the client\n"
@@ -65,7 +73,13 @@ bool parse_number(const char* text, double* out) {
 int main(int argc, char** argv) {
   using dataflux::emulator::Emulator;
   dataflux::emulator::EmulatorOptions options;
+  options.threads = 512;
   std::vector<std::string> buckets;
+  struct Populate {
+    std::string bucket, prefix;
+    std::uint64_t count = 0, size = 0;
+  };
+  std::vector<Populate> populate;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") {
@@ -102,6 +116,27 @@ int main(int argc, char** argv) {
       options.storage_dir = value;
     } else if (flag == "--bucket") {
       buckets.emplace_back(value);
+    } else if (flag == "--populate") {
+      const std::string spec = value;
+      const std::size_t slash = spec.find('/');
+      const std::size_t colon = spec.find(':', slash == std::string::npos ? 0 : slash);
+      const std::size_t second = colon == std::string::npos ? colon : spec.find(':', colon + 1);
+      Populate p;
+      char* end = nullptr;
+      if (slash != std::string::npos && slash > 0 && second != std::string::npos) {
+        p.bucket = spec.substr(0, slash);
+        p.prefix = spec.substr(slash + 1, colon - slash - 1);
+        p.count = std::strtoull(spec.c_str() + colon + 1, &end, 10);
+        const bool count_ok = end == spec.c_str() + second;
+        p.size = std::strtoull(spec.c_str() + second + 1, &end, 10);
+        if (count_ok && *end == '\0' && second + 1 < spec.size()) {
+          populate.push_back(p);
+          continue;
+        }
+      }
+      std::fprintf(stderr, "dataflux-emulator: --populate wants BUCKET/PREFIX:COUNT:SIZE: %s\n",
+                   value);
+      return 2;
     } else if (flag == "--project") {
       options.project = value;
     } else if (flag == "--service-account-key") {
@@ -187,6 +222,24 @@ int main(int argc, char** argv) {
     if (auto s = (*emulator)->create_bucket(bucket); !s.ok()) {
       std::fprintf(stderr, "dataflux-emulator: %s\n", s.ToString().c_str());
       return 1;
+    }
+  }
+  for (const auto& p : populate) {
+    if (std::find(buckets.begin(), buckets.end(), p.bucket) == buckets.end()) {
+      auto s = (*emulator)->create_bucket(p.bucket);  // may exist from an earlier --populate
+      if (!s.ok() && !absl::IsAlreadyExists(s)) {
+        std::fprintf(stderr, "dataflux-emulator: --populate: %s\n", s.ToString().c_str());
+        return 1;
+      }
+    }
+    const std::string bytes(p.size, 'x');
+    char name[32];
+    for (std::uint64_t i = 0; i < p.count; ++i) {
+      std::snprintf(name, sizeof(name), "%08llu", static_cast<unsigned long long>(i));
+      if (auto s = (*emulator)->put_object(p.bucket, p.prefix + name, bytes); !s.ok()) {
+        std::fprintf(stderr, "dataflux-emulator: --populate: %s\n", s.status().ToString().c_str());
+        return 1;
+      }
     }
   }
   std::printf("%s\n", (*emulator)->endpoint().c_str());

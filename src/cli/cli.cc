@@ -131,6 +131,17 @@ int run(int argc, char** argv) {
   cleanup_cmd->add_flag("--dry-run", cleanup_options.dry_run, "only print what would go");
   cleanup_cmd->add_option("URL", cleanup_url, kUrlHelp)->required();
 
+  PerfdiagOptions perfdiag;
+  auto* perfdiag_cmd = app.add_subcommand(
+      "perfdiag",
+      "measure a bucket (latency, throughput up and down, small objects, listing) on a scratch "
+      "prefix it deletes, and suggest dataset and checkpoint options");
+  perfdiag_cmd->add_option("-s,--size", perfdiag.large_bytes, "bytes of the large object")
+      ->check(CLI::Range(std::uint64_t{1} << 20, std::uint64_t{16} << 30));
+  perfdiag_cmd->add_option("-n,--objects", perfdiag.small_objects, "small objects")
+      ->check(CLI::Range(1, 100000));
+  perfdiag_cmd->add_option("URL", perfdiag.url, "bucket or prefix")->required();
+
   std::string help_topic;
   auto* help_cmd = app.add_subcommand("help", "help on dataflux or one command");
   help_cmd->add_option("COMMAND", help_topic, "a command");
@@ -171,6 +182,7 @@ int run(int argc, char** argv) {
     options.sources = std::move(args);
     return run_cp(options, io);
   }
+  if (perfdiag_cmd->parsed()) return run_perfdiag(perfdiag, io);
   if (cleanup_cmd->parsed()) {
     cleanup_options.min_age = std::chrono::seconds(min_age);
     return run_cleanup(cleanup_url, std::move(cleanup_options), io);

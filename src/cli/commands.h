@@ -38,7 +38,7 @@ int run_cat(const CatOptions& options, const Io& io);
 struct RmOptions {
   std::vector<std::string> urls;
   bool recursive = false;
-  int jobs = 32;
+  int jobs = 64;
 };
 int run_rm(const RmOptions& options, const Io& io);
 
@@ -48,9 +48,17 @@ struct CpOptions {
   bool recursive = false;
   bool no_clobber = false;  // -n: skip objects that exist at the destination (atomically)
   bool move = false;        // mv: delete each source once its copy is published
-  int jobs = 32;            // objects in flight
+  int jobs = 64;            // objects in flight
 };
 int run_cp(const CpOptions& options, const Io& io);
+
+struct PerfdiagOptions {
+  std::string url;                          // where the scratch prefix goes
+  std::uint64_t large_bytes = 64ull << 20;  // -s: the large object's size
+  int small_objects = 200;                  // -n: small objects written and read
+  std::uint64_t small_bytes = 64 << 10;     // the small objects' size
+};
+int run_perfdiag(const PerfdiagOptions& options, const Io& io);
 
 }  // namespace dataflux::cli
 

@@ -1,22 +1,24 @@
 // cp, mv, rm: the subcommands that move and delete objects, many at once.
 //
 // Every copy is store to store (a local path is the file:// store) and atomic per object:
-//   - to a local path: the source's parallel ranged read (ranges pinned to one generation or
-//     ETag, CRC32C-checked) into a temporary file in the destination directory, mapped into
-//     memory, then renamed into place (without replacing anything under -n);
+//   - to a local path: into a temporary file in the destination directory, renamed into place
+//     (without replacing anything under -n): one read pinned to the listed generation and
+//     checked against the listed CRC32C, or, above 8 MiB, 8 MiB ranges read in parallel
+//     into buffers and written to their place in the file, all pinned to one generation (S3: ETag),
+//     their CRC32Cs combined and checked against the object's;
 //   - within one cloud (gs→gs, s3→s3): the server-side copy, pinned to the listed generation,
 //     its CRC32C compared with the source's;
 //   - otherwise: the source read as one stream (pinned, CRC32C-checked) into an Uploader
 //     (parallel parts, published only on commit; under -n only if nothing is there).
 #include <fcntl.h>
 #include <stdio.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -29,18 +31,21 @@
 #include "dataflux/crc32c.h"
 #include "dataflux/listing.h"
 #include "dataflux/upload.h"
-#include "engine/ranged_read.h"
 
 namespace dataflux::cli {
 namespace {
 
 constexpr std::uint64_t kServerCopyLimit = 5ull << 30;  // S3 CopyObject's limit
+// Downloads: objects above kRangeSize are read as ranges of it, kRangesInFlight at once (each
+// a buffer drawn from the memory budget).
+constexpr std::uint64_t kRangeSize = 8ull << 20;
+constexpr int kRangesInFlight = 16;
 constexpr std::uint64_t kPartSize = 16ull << 20;
 constexpr int kPartsInFlight = 4;
-constexpr std::uint64_t kMemoryBudget = 512ull << 20;  // upload buffers of all jobs together
+constexpr std::uint64_t kMemoryBudget = 512ull << 20;  // part and range buffers, all jobs
 
-// Bytes of upload buffers in use; a transfer takes its share before it starts and gives it
-// back when done (Reservation), so every waiter is woken by a release.
+// Bytes of upload parts and download ranges in memory; a transfer takes its share before it starts
+// and gives it back when done (Reservation), so every waiter is woken by a release.
 class MemoryBudget {
  public:
   class Reservation {
@@ -153,36 +158,9 @@ class Copier {
     TempFile temp(absl::StrCat(target.parent_path().string(), "/.", target.filename().string(),
                                ".dataflux-cp-", random_hex()));
     if (auto s = temp.open(); !s.ok()) return s;
-    void* mapped = MAP_FAILED;
-    std::uint64_t mapped_size = 0;
-    absl::Status alloc_error;
-    internal::RangedReadOptions ranged;
-    auto result = internal::read_object_ranged(
-        *job.source->store, job.source->url.bucket, job.object.name, ranged,
-        [&](std::uint64_t size) -> char* {
-          if (size == 0) return nullptr;
-          if (::ftruncate(temp.fd(), static_cast<off_t>(size)) != 0) {
-            alloc_error = absl::ResourceExhaustedError(absl::StrCat(
-                "cp: size ", temp.path(), " to ", size, " bytes: ", errno_text(errno)));
-            return nullptr;
-          }
-          mapped = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, temp.fd(), 0);
-          if (mapped == MAP_FAILED) {
-            alloc_error = absl::ResourceExhaustedError(
-                absl::StrCat("cp: map ", temp.path(), ": ", errno_text(errno)));
-            return nullptr;
-          }
-          mapped_size = size;
-          return static_cast<char*>(mapped);
-        });
-    if (mapped != MAP_FAILED) ::munmap(mapped, mapped_size);
-    if (!alloc_error.ok()) return alloc_error;
-    if (!result.ok()) return result.status();
-    // The ranged read pins its own stat's generation; the copy must be of the version listed.
-    if (job.object.generation != 0 && result->metadata.generation != 0 &&
-        result->metadata.generation != job.object.generation) {
-      return changed(job, result->metadata.generation);
-    }
+    auto written = job.object.size > kRangeSize ? read_ranges(job, temp.fd(), temp.path())
+                                                : read_whole(job, temp.fd(), temp.path());
+    if (!written.ok()) return written.status();
     if (auto s = temp.close(); !s.ok()) return s;
     if (options_.no_clobber) {
       if (::renameat2(AT_FDCWD, temp.path().c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) !=
@@ -196,8 +174,111 @@ class Copier {
           absl::StrCat("cp: rename into ", path, ": ", errno_text(errno)));
     }
     temp.release();
-    progress_.add_bytes(result->bytes);
     return Outcome::kDone;
+  }
+
+  // One read, pinned to the listed generation and checked against the listed CRC32C.
+  absl::StatusOr<std::uint64_t> read_whole(const Job& job, int fd, const std::string& path) {
+    ReadObjectRequest read;
+    read.bucket = job.source->url.bucket;
+    read.object = job.object.name;
+    if (job.object.generation != 0) read.generation = job.object.generation;
+    read.expected_crc32c = job.object.crc32c;
+    std::uint64_t at = 0;
+    auto result = job.source->store->read_object(read, [&](const char* data, std::size_t n) {
+      if (auto s = write_at(fd, path, data, n, at); !s.ok()) return s;
+      at += n;
+      progress_.add_bytes(n);
+      return absl::OkStatus();
+    });
+    if (!result.ok()) return result.status();
+    if (job.object.generation != 0 && result->generation != 0 &&
+        result->generation != job.object.generation) {
+      return changed(job, result->generation);
+    }
+    return at;
+  }
+
+  // A large object: a stat (its generation, ETag and CRC32C), then ranges of kRangeSize read
+  // in parallel and written to their place in the file, each pinned to that generation (S3: to
+  // that ETag with If-Match), their CRC32Cs combined and checked against the object's.
+  absl::StatusOr<std::uint64_t> read_ranges(const Job& job, int fd, const std::string& path) {
+    ObjectStore& store = *job.source->store;
+    auto meta = store.get_object_metadata(job.source->url.bucket, job.object.name);
+    if (!meta.ok()) return meta.status();
+    if (job.object.generation != 0 && meta->generation != 0 &&
+        meta->generation != job.object.generation) {
+      return changed(job, meta->generation);
+    }
+    const std::uint64_t size = meta->size;
+    if (::ftruncate(fd, static_cast<off_t>(size)) != 0) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("size ", path, " to ", size, " bytes: ", errno_text(errno)));
+    }
+    const std::size_t ranges = static_cast<std::size_t>((size + kRangeSize - 1) / kRangeSize);
+    std::vector<std::uint32_t> crcs(ranges, 0);
+    std::vector<absl::Status> errors(ranges);
+    std::mutex file_mu;
+    parallel_for(ranges, kRangesInFlight, [&](std::size_t i) {
+      ReadObjectRequest read;
+      read.bucket = job.source->url.bucket;
+      read.object = job.object.name;
+      read.offset = i * kRangeSize;
+      read.length = std::min<std::uint64_t>(kRangeSize, size - read.offset);
+      if (meta->generation != 0) read.generation = meta->generation;
+      read.etag = meta->etag;
+      // Into a buffer (the transport's thread only copies bytes in), then checksummed and
+      // written on this thread: many ranges' CRC32C and writes run in parallel.
+      MemoryBudget::Reservation reservation(budget_, *read.length);
+      std::unique_ptr<char[]> buffer(new char[*read.length]);
+      auto result = store.read_object(read, buffer.get(), *read.length);
+      if (!result.ok()) {
+        errors[i] = result.status();
+        return;
+      }
+      if (result->bytes != *read.length) {
+        errors[i] = absl::DataLossError(absl::StrCat("range at ", read.offset, ": ", result->bytes,
+                                                     " bytes of ", *read.length));
+        return;
+      }
+      crcs[i] = crc32c_extend(0, buffer.get(), *read.length);
+      // One writer at a time: the kernel serialises writes to one file anyway (ext4 takes the
+      // inode lock), and many threads spinning on it cost seconds of system time per GiB.
+      std::lock_guard<std::mutex> lock(file_mu);
+      errors[i] = write_at(fd, path, buffer.get(), *read.length, read.offset);
+      if (errors[i].ok()) progress_.add_bytes(*read.length);
+    });
+    for (const auto& error : errors) {
+      if (!error.ok()) return error;
+    }
+    if (meta->crc32c) {
+      std::uint32_t whole = crcs[0];
+      for (std::size_t i = 1; i < ranges; ++i) {
+        whole = crc32c_combine(whole, crcs[i],
+                               std::min<std::uint64_t>(kRangeSize, size - i * kRangeSize));
+      }
+      if (whole != *meta->crc32c) {
+        return absl::DataLossError(absl::StrCat("the bytes read (CRC32C ", crc32c_to_base64(whole),
+                                                ") do not match the object's CRC32C (",
+                                                crc32c_to_base64(*meta->crc32c), ")"));
+      }
+    }
+    return size;
+  }
+
+  static absl::Status write_at(int fd, const std::string& path, const char* data, std::size_t n,
+                               std::uint64_t offset) {
+    while (n > 0) {
+      const ssize_t wrote = ::pwrite(fd, data, n, static_cast<off_t>(offset));
+      if (wrote < 0) {
+        if (errno == EINTR) continue;
+        return absl::ResourceExhaustedError(absl::StrCat("write ", path, ": ", errno_text(errno)));
+      }
+      data += wrote;
+      n -= static_cast<std::size_t>(wrote);
+      offset += static_cast<std::uint64_t>(wrote);
+    }
+    return absl::OkStatus();
   }
 
   absl::StatusOr<Outcome> server_copy(const Job& job) {

@@ -353,6 +353,22 @@ TEST_F(CliEmulatorTest, ProgressOnATerminalOnlyAndQuietWithQ) {
   EXPECT_EQ(r.output, "");
 }
 
+// perfdiag measures, suggests options, and leaves nothing behind.
+TEST_F(CliEmulatorTest, PerfdiagSuggestsOptionsAndCleansUp) {
+  CliRun r = run(env_, "perfdiag gs://from-bucket/diag/ -s 1048576 -n 20");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* line : {"latency (median of 5, 1 KiB)", "upload 1.0 MiB: one stream",
+                           "download 1.0 MiB: one stream", "small objects (20 x 64.0 KiB)",
+                           "listing: 20 objects", "suggested options for gs://from-bucket/diag/",
+                           "DatasetOptions().max_requests_in_flight("}) {
+    EXPECT_THAT(r.output, HasSubstr(line));
+  }
+  EXPECT_TRUE(emu_->list_objects("from-bucket").empty());
+  r = run(env_, "perfdiag gs://no-such-bucket/");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("no-such-bucket"));
+}
+
 TEST(CliProgressTest, TheLiveLineCountsObjectsAndBytes) {
   cli::Io io;
   io.quiet = true;

@@ -132,7 +132,7 @@ TEST(CliTest, VersionAndHelp) {
   EXPECT_THAT(r.output, HasSubstr("dataflux " DATAFLUX_VERSION));
   r = run("", "help");
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* command : {"ls", "du", "stat", "cat", "cp", "mv", "rm", "cleanup"}) {
+  for (const char* command : {"ls", "du", "stat", "cat", "cp", "mv", "rm", "perfdiag", "cleanup"}) {
     EXPECT_THAT(r.output, HasSubstr(command));
   }
   r = run("", "help cp");
