@@ -85,30 +85,30 @@ int run(int argc, char** argv) {
   cat_cmd->add_option("-r,--range", cat.range, "bytes START-END (inclusive), START- or -LAST");
   cat_cmd->add_option("URL", cat.urls, "object URL")->required();
 
+  // cp and mv take the same arguments: SRC... DEST and -r, -n, -j.
+  auto add_copy = [&app](const char* name, const char* help, CpOptions& options,
+                         std::vector<std::string>& args) {
+    auto* command = app.add_subcommand(name, help);
+    command->add_flag("-r,-R,--recursive", options.recursive, "directories and prefixes too");
+    command->add_flag("-n,--no-clobber", options.no_clobber, "skip objects that exist at DEST");
+    command->add_option("-j,--jobs", options.jobs, "objects in flight at once")
+        ->check(CLI::Range(1, 1024));
+    command->add_option("PATHS", args, "SRC... DEST: the sources, then the destination")
+        ->required()
+        ->expected(2, -1);
+    return command;
+  };
   CpOptions cp;
-  auto* cp_cmd = app.add_subcommand(
-      "cp",
-      "copy objects and files: local<->cloud, cloud<->cloud; atomic per object, CRC32C "
-      "checked end to end");
-  cp_cmd->add_flag("-r,-R,--recursive", cp.recursive, "copy directories and prefixes");
-  cp_cmd->add_flag("-n,--no-clobber", cp.no_clobber, "skip objects that exist at DEST");
-  cp_cmd->add_option("-j,--jobs", cp.jobs, "objects in flight at once")->check(CLI::Range(1, 1024));
   std::vector<std::string> cp_args;
-  cp_cmd->add_option("PATHS", cp_args, "SRC... DEST: the sources, then the destination")
-      ->required()
-      ->expected(2, -1);
-
+  auto* cp_cmd = add_copy("cp",
+                          "copy objects and files: local<->cloud, cloud<->cloud; atomic per "
+                          "object, CRC32C checked end to end",
+                          cp, cp_args);
   CpOptions mv;
   mv.move = true;
-  auto* mv_cmd =
-      app.add_subcommand("mv", "move: copy each object as cp does, then delete its source");
-  mv_cmd->add_flag("-r,-R,--recursive", mv.recursive, "move directories and prefixes");
-  mv_cmd->add_flag("-n,--no-clobber", mv.no_clobber, "skip objects that exist at DEST");
-  mv_cmd->add_option("-j,--jobs", mv.jobs, "objects in flight at once")->check(CLI::Range(1, 1024));
   std::vector<std::string> mv_args;
-  mv_cmd->add_option("PATHS", mv_args, "SRC... DEST: the sources, then the destination")
-      ->required()
-      ->expected(2, -1);
+  auto* mv_cmd =
+      add_copy("mv", "move: copy each object as cp does, then delete its source", mv, mv_args);
 
   RmOptions rm;
   auto* rm_cmd = app.add_subcommand("rm", "delete objects (-r: everything under a prefix)");

@@ -42,8 +42,8 @@ absl::Status matched_nothing(const Location& location) {
   return absl::NotFoundError(absl::StrCat(location.url.to_string(), " matched no objects"));
 }
 
-int for_each_location(const std::vector<std::string>& urls, const Io& io, Failures& failures,
-                      const std::function<void(const Location&)>& each) {
+int open_locations(const std::vector<std::string>& urls, const Io& io, Failures& failures,
+                   std::vector<Location>* locations) {
   for (const auto& text : urls) {
     bool usage = false;
     auto location = open_location(text, &usage);
@@ -55,8 +55,49 @@ int for_each_location(const std::vector<std::string>& urls, const Io& io, Failur
       failures.add(location.status());
       continue;
     }
-    each(*location);
+    locations->push_back(*std::move(location));
   }
+  return kExitOk;
+}
+
+std::optional<Expansion> expand(const Location& location, bool recursive, const char* verb,
+                                const ListOptions& list, Failures& failures) {
+  auto target = resolve(location);
+  if (!target.ok()) {
+    failures.add(target.status());
+    return std::nullopt;
+  }
+  Expansion out;
+  if (target->exact) {
+    out.exact = true;
+    out.objects.emplace_back(*target->exact);
+    return out;
+  }
+  if (!recursive) {
+    failures.add(absl::InvalidArgumentError(
+        absl::StrCat(verb, " ", location.url.to_string(),
+                     ": a directory or prefix, not an object (use ", verb, " -r)")));
+    return std::nullopt;
+  }
+  auto listing = list_objects_fast(*location.store, location.url.bucket, target->prefix, list);
+  if (!listing.ok()) {
+    failures.add(listing.status());
+    return std::nullopt;
+  }
+  if (listing->empty()) {
+    failures.add(matched_nothing(location));
+    return std::nullopt;
+  }
+  out.prefix = target->prefix;
+  out.objects.assign(listing->begin(), listing->end());
+  return out;
+}
+
+int for_each_location(const std::vector<std::string>& urls, const Io& io, Failures& failures,
+                      const std::function<void(const Location&)>& each) {
+  std::vector<Location> locations;
+  if (open_locations(urls, io, failures, &locations) == kExitUsage) return kExitUsage;
+  for (const auto& location : locations) each(location);
   return failures.count() > 0 ? kExitFailed : kExitOk;
 }
 

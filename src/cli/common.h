@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "dataflux/listing.h"
 #include "dataflux/object_store.h"
 #include "dataflux/url.h"
 
@@ -74,6 +75,23 @@ absl::StatusOr<Target> resolve(const Location& location);
 
 // NotFound: "gs://b/p/ matched no objects".
 absl::Status matched_nothing(const Location& location);
+
+// Opens every URL: a URL that does not parse is printed and returns kExitUsage (the command
+// stops); a store that does not open is a failure and the URL is left out.
+int open_locations(const std::vector<std::string>& urls, const Io& io, Failures& failures,
+                   std::vector<Location>* locations);
+
+// The objects a command acting on objects (cp, mv, rm) takes from one URL: the object it
+// names, or with `recursive` every object under the prefix (kept by `list`'s filters).
+// Failures (nothing matched, a prefix without -r naming `verb`, a listing error) are added to
+// `failures` and give nullopt.
+struct Expansion {
+  bool exact = false;  // the URL named one object
+  std::string prefix;  // otherwise: the prefix listed (ends in '/', or empty for a bucket)
+  std::vector<ObjectEntry> objects;
+};
+std::optional<Expansion> expand(const Location& location, bool recursive, const char* verb,
+                                const ListOptions& list, Failures& failures);
 
 // Opens each URL in turn and calls each(location); a URL that does not parse stops the
 // command (exit 2), a store that does not open is a failure. Returns the exit code.

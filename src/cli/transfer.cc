@@ -390,17 +390,9 @@ int run_cp(const CpOptions& options, const Io& io) {
     std::fprintf(io.err, "dataflux: %s\n", destination.status().ToString().c_str());
     return usage ? kExitUsage : kExitFailed;
   }
-  std::vector<Location> sources;
-  sources.reserve(options.sources.size());
-  for (const auto& text : options.sources) {
-    auto source = open_location(text, &usage);
-    if (!source.ok()) {
-      std::fprintf(io.err, "dataflux: %s\n", source.status().ToString().c_str());
-      return usage ? kExitUsage : kExitFailed;
-    }
-    sources.push_back(*std::move(source));
-  }
   Failures failures(io);
+  std::vector<Location> sources;
+  if (open_locations(options.sources, io, failures, &sources) == kExitUsage) return kExitUsage;
   const bool container = is_container(options, *destination);
   const std::string into = as_prefix(destination->url.object);
 
@@ -408,42 +400,18 @@ int run_cp(const CpOptions& options, const Io& io) {
   std::vector<Job> jobs;
   std::uint64_t total_bytes = 0;
   for (const auto& source : sources) {
-    auto target = resolve(source);
-    if (!target.ok()) {
-      failures.add(target.status());
-      continue;
-    }
-    if (target->exact) {
-      Job job{&source, ObjectEntry(*target->exact),
-              container ? into + base_name(source.url.object) : destination->url.object};
-      total_bytes += job.object.size;
-      jobs.push_back(std::move(job));
-      continue;
-    }
-    if (!options.recursive) {
-      failures.add(absl::InvalidArgumentError(
-          absl::StrCat(verb, " ", source.url.to_string(),
-                       ": a directory or prefix, not an object (copy it with -r)")));
-      continue;
-    }
-    auto listing = list_objects_fast(*source.store, source.url.bucket, target->prefix);
-    if (!listing.ok()) {
-      failures.add(listing.status());
-      continue;
-    }
-    if (listing->empty()) {
-      failures.add(matched_nothing(source));
-      continue;
-    }
-    // cp -r DIR DEST/ puts DIR's objects under DEST/DIR/, as cp, gcloud and gsutil do.
+    auto expansion = expand(source, options.recursive, verb, ListOptions{}, failures);
+    if (!expansion) continue;
+    // An object goes to DEST, or into it by its base name; cp -r DIR DEST/ puts DIR's objects
+    // under DEST/DIR/, as cp, gcloud and gsutil do.
     const std::string base = base_name(source.url.object);
     const std::string under =
         container ? into + (base.empty() ? "" : base + "/") : as_prefix(destination->url.object);
-    for (std::size_t i = 0; i < listing->size(); ++i) {
-      Job job{&source, (*listing)[i], ""};
-      job.destination = under + job.object.name.substr(target->prefix.size());
-      total_bytes += job.object.size;
-      jobs.push_back(std::move(job));
+    for (auto& object : expansion->objects) {
+      std::string name = expansion->exact ? (container ? into + base : destination->url.object)
+                                          : under + object.name.substr(expansion->prefix.size());
+      total_bytes += object.size;
+      jobs.push_back(Job{&source, std::move(object), std::move(name)});
     }
   }
 
@@ -496,51 +464,15 @@ int run_rm(const RmOptions& options, const Io& io) {
     std::string name;
   };
   std::vector<Location> locations;
-  for (const auto& text : options.urls) {
-    bool usage = false;
-    auto location = open_location(text, &usage);
-    if (!location.ok()) {
-      if (usage) {
-        std::fprintf(io.err, "dataflux: %s\n", location.status().ToString().c_str());
-        return kExitUsage;
-      }
-      failures.add(location.status());
-      continue;
-    }
-    locations.push_back(*std::move(location));
-  }
+  if (open_locations(options.urls, io, failures, &locations) == kExitUsage) return kExitUsage;
   std::vector<Doomed> doomed;
+  ListOptions list;  // everything under a prefix, temporaries and placeholders included
+  list.skip_directory_placeholders = false;
+  list.skip_temporary_objects = false;
   for (const auto& location : locations) {
-    auto target = resolve(location);
-    if (!target.ok()) {
-      failures.add(target.status());
-      continue;
-    }
-    if (target->exact) {
-      doomed.push_back({&location, target->exact->name});
-      continue;
-    }
-    if (!options.recursive) {
-      failures.add(absl::InvalidArgumentError(
-          absl::StrCat("rm ", location.url.to_string(),
-                       ": a directory or prefix, not an object (remove it with -r)")));
-      continue;
-    }
-    ListOptions list;  // everything under the prefix, temporaries and placeholders included
-    list.skip_directory_placeholders = false;
-    list.skip_temporary_objects = false;
-    auto listing = list_objects_fast(*location.store, location.url.bucket, target->prefix, list);
-    if (!listing.ok()) {
-      failures.add(listing.status());
-      continue;
-    }
-    if (listing->empty()) {
-      failures.add(matched_nothing(location));
-      continue;
-    }
-    for (std::size_t i = 0; i < listing->size(); ++i) {
-      doomed.push_back({&location, std::string(listing->name(i))});
-    }
+    auto expansion = expand(location, options.recursive, "rm", list, failures);
+    if (!expansion) continue;
+    for (auto& object : expansion->objects) doomed.push_back({&location, std::move(object.name)});
   }
   Progress progress(io, "Removed", doomed.size(), 0);
   parallel_for(doomed.size(), options.jobs, [&](std::size_t i) {

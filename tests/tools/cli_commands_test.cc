@@ -73,21 +73,32 @@ class TempDir {
   std::string path_;
 };
 
+// An emulator serving gs:// and s3:// (the same objects) with the test's S3 key, and the
+// environment that points the program at it (HOME: no profile of this machine's applies).
+std::unique_ptr<emulator::Emulator> start_emulator() {
+  emulator::EmulatorOptions options;
+  options.s3.access_keys = {{"AKIDCLITEST", "cli-test-secret"}};
+  auto emu = emulator::Emulator::start(options);
+  EXPECT_TRUE(emu.ok()) << emu.status();
+  return emu.ok() ? *std::move(emu) : nullptr;
+}
+
+std::string environment_for(const emulator::Emulator& emu, const std::string& home) {
+  return "HOME=" + home + " STORAGE_EMULATOR_HOST=" + emu.endpoint() +
+         " AWS_ENDPOINT_URL=" + emu.endpoint() +
+         " AWS_ACCESS_KEY_ID=AKIDCLITEST AWS_SECRET_ACCESS_KEY=cli-test-secret"
+         " AWS_REGION=us-east-1";
+}
+
 // One emulator serves gs:// and s3:// (the same objects); file:// lives in a temporary
 // directory.
 class CliBackendTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    emulator::EmulatorOptions options;
-    options.s3.access_keys = {{"AKIDCLITEST", "cli-test-secret"}};
-    auto emu = emulator::Emulator::start(options);
-    ASSERT_TRUE(emu.ok()) << emu.status();
-    emu_ = *std::move(emu);
+    emu_ = start_emulator();
+    ASSERT_NE(emu_, nullptr);
     ASSERT_TRUE(emu_->create_bucket(kBucket).ok());
-    env_ = "HOME=" + home_.path() + " STORAGE_EMULATOR_HOST=" + emu_->endpoint() +
-           " AWS_ENDPOINT_URL=" + emu_->endpoint() +
-           " AWS_ACCESS_KEY_ID=AKIDCLITEST AWS_SECRET_ACCESS_KEY=cli-test-secret"
-           " AWS_REGION=us-east-1";
+    env_ = environment_for(*emu_, home_.path());
     if (GetParam() == "file") {
       base_ = "file://" + store_dir_.path();
     } else {
@@ -244,17 +255,11 @@ INSTANTIATE_TEST_SUITE_P(Backends, CliBackendTest, ::testing::Values("gs", "s3",
 class CliEmulatorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    emulator::EmulatorOptions options;
-    options.s3.access_keys = {{"AKIDCLITEST", "cli-test-secret"}};
-    auto emu = emulator::Emulator::start(options);
-    ASSERT_TRUE(emu.ok()) << emu.status();
-    emu_ = *std::move(emu);
+    emu_ = start_emulator();
+    ASSERT_NE(emu_, nullptr);
     ASSERT_TRUE(emu_->create_bucket("from-bucket").ok());
     ASSERT_TRUE(emu_->create_bucket("to-bucket").ok());
-    env_ = "HOME=" + home_.path() + " STORAGE_EMULATOR_HOST=" + emu_->endpoint() +
-           " AWS_ENDPOINT_URL=" + emu_->endpoint() +
-           " AWS_ACCESS_KEY_ID=AKIDCLITEST AWS_SECRET_ACCESS_KEY=cli-test-secret"
-           " AWS_REGION=us-east-1";
+    env_ = environment_for(*emu_, home_.path());
   }
 
   std::unique_ptr<emulator::Emulator> emu_;
