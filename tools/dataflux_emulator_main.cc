@@ -20,9 +20,8 @@ constexpr char kUsage[] =
     "Usage: dataflux-emulator [options]\n"
     "  --host H                 loopback address to bind (default 127.0.0.1)\n"
     "  --port P                 port, 0 = a free one (default 0)\n"
-    "  --threads N              server worker threads, one per open connection (default 512:\n"
-    "                           clients keep up to 256 connections alive, and one more than\n"
-    "                           there are threads waits for an idle keep-alive to time out)\n"
+    "  --threads N              connections served at once (a thread each, started as they\n"
+    "                           arrive; default 1024)\n"
     "  --latency-ms X           first-byte latency added to every response\n"
     "  --stream-mb-per-s Y      per-response bandwidth in MB/s (0 = unlimited)\n"
     "  --max-requests-per-s Z   request-rate limit over all requests, above it 429\n"
@@ -73,7 +72,6 @@ bool parse_number(const char* text, double* out) {
 int main(int argc, char** argv) {
   using dataflux::emulator::Emulator;
   dataflux::emulator::EmulatorOptions options;
-  options.threads = 512;
   std::vector<std::string> buckets;
   struct Populate {
     std::string bucket, prefix;

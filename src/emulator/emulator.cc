@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -23,6 +24,7 @@
 #include "emulator/routes.h"
 #include "emulator/s3_routes.h"
 #include "emulator/store.h"
+#include "emulator/thread_pool.h"
 #include "emulator/uploads.h"
 #include "emulator/wire.h"
 
@@ -155,9 +157,12 @@ class Emulator::Impl {
     auth_.set_config(options_.auth);
     s3_.set_config(options_.s3);
     const int threads = options_.threads;
-    server_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    server_.new_task_queue = [threads] {
+      return new internal::GrowingThreadPool(static_cast<std::size_t>(threads));
+    };
     server_.set_keep_alive_max_count(100000);
-    server_.set_keep_alive_timeout(5);
+    server_.set_keep_alive_timeout(std::max<time_t>(
+        1, static_cast<time_t>(absl::ToInt64Seconds(options_.keep_alive_timeout))));
     server_.set_read_timeout(60);
     server_.set_write_timeout(60);
     server_.set_tcp_nodelay(true);

@@ -114,7 +114,12 @@ struct S3Config {
 struct EmulatorOptions {
   std::string host = "127.0.0.1";  // loopback only: anything else is refused
   int port = 0;                    // 0 = a free port
-  int threads = 64;                // server worker threads (concurrent connections served)
+  // Connections served at once: each open connection (keep-alive ones included) holds a
+  // worker thread, and threads start as connections arrive, up to this many. Past it a new
+  // connection waits for one to close, so the default stays above what clients keep open
+  // (the library's transport: 256 per host).
+  int threads = 1024;
+  absl::Duration keep_alive_timeout = absl::Seconds(5);  // an idle connection is closed after
   CloudModel model;
   std::string storage_dir;  // empty = objects in memory; else files under this directory
   std::string project = "test-project";

@@ -5,6 +5,9 @@
 #include <poll.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "emulator_fixture.h"
@@ -50,6 +53,42 @@ TEST_F(EmulatorTest, AcceptsABurstOfConnectionsWithoutDroppingAny) {
   auto res = client_->Get("/storage/v1/b/test-bucket/o");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
+}
+
+// Every connection holds a server thread for its whole keep-alive life, so the default must
+// serve more connections held open at once than our transport keeps (256 per host); with a
+// fixed pool of 64 the 65th client waited for an idle connection to time out. Here the idle
+// timeout is a minute and each client waits at most 30 s for its answer, holding its
+// connection open until every client has been answered: with too few threads the clients
+// past them time out.
+TEST_F(EmulatorTest, ServesManyKeepAliveConnectionsAtOnceOnDefaultOptions) {
+  EmulatorOptions options;
+  options.keep_alive_timeout = absl::Seconds(60);
+  ASSERT_GE(options.threads, 300);  // the default
+  start(options);
+  constexpr int kClients = 300;
+  std::mutex mu;
+  std::condition_variable cv;
+  int answered = 0;
+  std::vector<int> statuses(kClients, 0);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kClients; ++i) {
+    clients.emplace_back([&, i] {
+      auto client = make_client();
+      client->set_keep_alive(true);
+      client->set_read_timeout(30);
+      auto res = client->Get("/storage/v1/b/test-bucket/o");
+      std::unique_lock<std::mutex> lock(mu);
+      statuses[static_cast<std::size_t>(i)] = res ? res->status : -1;
+      ++answered;
+      cv.notify_all();
+      // Keep the connection open (and its server thread busy) until all are answered.
+      cv.wait(lock, [&] { return answered == kClients; });
+    });
+  }
+  for (auto& client : clients) client.join();
+  for (int i = 0; i < kClients; ++i) EXPECT_EQ(statuses[static_cast<std::size_t>(i)], 200) << i;
+  EXPECT_EQ(emu_->request_count("objects.list"), static_cast<std::uint64_t>(kClients));
 }
 
 }  // namespace
