@@ -1,13 +1,12 @@
 #include "cli/common.h"
 
 #include <algorithm>
-#include <atomic>
 #include <ctime>
-#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/thread_pool.h"
 #include "dataflux/open_store.h"
 
 namespace dataflux::cli {
@@ -115,15 +114,14 @@ std::size_t Failures::count() const {
 }
 
 void parallel_for(std::size_t n, int jobs, const std::function<void(std::size_t)>& task) {
-  std::atomic<std::size_t> next{0};
-  auto worker = [&] {
-    for (std::size_t i; (i = next.fetch_add(1)) < n;) task(i);
-  };
-  const std::size_t threads = std::min<std::size_t>(n, static_cast<std::size_t>(std::max(1, jobs)));
-  std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& thread : pool) thread.join();
+  // The library's TaskGroup (its waiter runs queued tasks itself, so nesting cannot stall) on
+  // a pool of the command's own: the library's blocking pool (64 threads) also carries the
+  // Uploader's parts, which a command's 64 jobs must not crowd out.
+  static internal::ProcessThreadPool pool(1024);
+  (void)internal::parallel_for(pool.get(), static_cast<int>(n), jobs, [&](int i) {
+    task(static_cast<std::size_t>(i));
+    return absl::OkStatus();
+  });
 }
 
 std::string human_bytes(std::uint64_t bytes) {

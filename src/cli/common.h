@@ -98,8 +98,8 @@ std::optional<Expansion> expand(const Location& location, bool recursive, const 
 int for_each_location(const std::vector<std::string>& urls, const Io& io, Failures& failures,
                       const std::function<void(const Location&)>& each);
 
-// Runs task(i) for every i in [0, n) on up to `jobs` threads (the calling thread included),
-// and returns when all have run.
+// Runs task(i) for every i in [0, n), up to `jobs` at once (the calling thread included), and
+// returns when all have run: internal::parallel_for on the command's pool.
 void parallel_for(std::size_t n, int jobs, const std::function<void(std::size_t)>& task);
 
 // "1.5 MiB", "0 B", "999 B".

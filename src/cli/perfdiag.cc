@@ -115,7 +115,6 @@ class Perfdiag {
       if (auto s = store().delete_object(remove); !s.ok()) return s;
       delete_ms.push_back(seconds_since(start) * 1e3);
     }
-    latency_ms_ = median(read_ms);
     std::fprintf(io_.out,
                  "latency (median of 5, 1 KiB): write %.1f ms, stat %.1f ms, read %.1f ms, "
                  "delete %.1f ms\n",
@@ -273,7 +272,6 @@ class Perfdiag {
   const Io& io_;
   const std::string bucket_;
   const std::string scratch_;
-  double latency_ms_ = 0;
   std::size_t best_in_flight_ = 64;
   int best_ranges_ = 16;
   int best_parts_ = 8;
