@@ -216,6 +216,8 @@ absl::Status Control::apply_fault_json(const std::string& body) {
   } else if (k == "stall") {
     fault = Fault::stall(absl::Milliseconds(number(*doc, "stall_ms").value_or(0)),
                          static_cast<std::uint64_t>(after));
+  } else if (k == "hang") {
+    fault = Fault::hang(absl::Milliseconds(number(*doc, "stall_ms").value_or(0)));
   } else if (k == "ignore_range") {
     fault = Fault::ignore_range();
   } else if (k == "shift_range") {
@@ -229,7 +231,7 @@ absl::Status Control::apply_fault_json(const std::string& body) {
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
         "Unknown fault kind \"", k,
-        "\" (status, reset, break, stall, ignore_range, shift_range, long_range, lost_reply, "
+        "\" (status, reset, break, stall, hang, ignore_range, shift_range, long_range, lost_reply, "
         "corrupt_upload)"));
   }
   const double count = number(*doc, "count").value_or(1);

@@ -53,6 +53,11 @@ Fault Fault::shift_range(std::uint64_t bytes) { return make_fault(Kind::kShiftRa
 Fault Fault::long_range(std::uint64_t bytes) { return make_fault(Kind::kLongRange, bytes); }
 Fault Fault::lost_reply() { return make_fault(Kind::kLostReply); }
 Fault Fault::corrupt_upload() { return make_fault(Kind::kCorruptUpload); }
+Fault Fault::hang(absl::Duration duration) {
+  Fault f = make_fault(Kind::kHang);
+  f.stall_for = duration;
+  return f;
+}
 Fault Fault::stall(absl::Duration duration, std::uint64_t after_bytes) {
   Fault f = make_fault(Kind::kStall, after_bytes);
   f.stall_for = duration;
@@ -306,6 +311,10 @@ class Emulator::Impl {
       return deliver(internal::error_reply(fault->http_status, "Injected fault"), {}, res);
     }
     if (fault && fault->kind == Fault::Kind::kReset) return drop(req, res);
+    if (fault && fault->kind == Fault::Kind::kHang) {
+      (void)control_.sleep_for(fault->stall_for);
+      return drop(req, res);
+    }
     if (fault && fault->kind == Fault::Kind::kCorruptUpload && !req.body.empty()) {
       // A server (or proxy) that damages the bytes and does not check the caller's checksums.
       auto& damaged = const_cast<httplib::Request&>(req);  // handle()'s own local, as in read_body

@@ -43,6 +43,7 @@ struct Fault {
     kReset,       // close the connection without a response
     kBreakAfter,  // send headers and `after_bytes` of the body, then close the connection
     kStall,       // send headers and `after_bytes` of the body, then stop sending for `stall_for`
+    kHang,        // hold the request, not applied, for `stall_for`, then close the connection
     // Media replies that misbehave as some servers and proxies do (GCS and S3 alike):
     kIgnoreRange,  // answer a ranged GET with 200 and the whole object
     kShiftRange,   // answer 206 from `after_bytes` before the first byte asked (after, at 0)
@@ -60,6 +61,8 @@ struct Fault {
   static Fault reset();
   static Fault break_after(std::uint64_t bytes);
   static Fault stall(absl::Duration duration, std::uint64_t after_bytes = 0);
+  // A server that took the request and never acts on it (a stall applies the request first).
+  static Fault hang(absl::Duration duration);
   static Fault ignore_range();
   static Fault shift_range(std::uint64_t bytes);
   static Fault long_range(std::uint64_t bytes);

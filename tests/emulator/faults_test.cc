@@ -76,6 +76,20 @@ TEST_F(FaultTest, ResetDropsTheConnectionWithoutAResponse) {
   EXPECT_EQ(res->status, 200);
 }
 
+TEST_F(FaultTest, HangHoldsTheRequestUnappliedThenCloses) {
+  // A stall applies the request and withholds the reply; a hang never applies it.
+  emu_->inject_fault("objects.delete", Fault::hang(absl::Milliseconds(200)));
+  auto res = client_->Delete(object_path("obj").c_str());
+  EXPECT_FALSE(res);  // no response at all
+  EXPECT_EQ(emu_->request_count("objects.delete"), 1u);
+  EXPECT_TRUE(emu_->get_object_data(kBucket, "obj").ok());  // still there
+  emu_->inject_fault("objects.delete", Fault::stall(absl::Milliseconds(200)));
+  res = client_->Delete(object_path("obj").c_str());
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 204);
+  EXPECT_FALSE(emu_->get_object_data(kBucket, "obj").ok());  // applied
+}
+
 TEST_F(FaultTest, BreakAfterSendsHeadersAndSomeBytesThenCloses) {
   emu_->inject_fault("objects.media", Fault::break_after(100000));
   std::string received;

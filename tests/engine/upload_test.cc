@@ -7,6 +7,8 @@
 #include <gmock/gmock.h>
 
 #include <atomic>
+#include <future>
+#include <memory>
 #include <thread>
 
 #include "core/retry_policy.h"
@@ -304,12 +306,20 @@ TEST_P(UploadFaultTest, ADestructorWhileTheServerIsSilentReturnsAndLeavesCleanup
   ASSERT_TRUE(store.ok()) << store.status();
   internal::set_destructor_budget_for_testing(absl::Milliseconds(500));
   {
+    // Parts upload in the background: wait until the server has stored one, so that there is
+    // something for the destructor to fail to delete (under load, the destructor could
+    // otherwise cancel every part before any reached the server).
+    auto stored = std::make_shared<std::promise<void>>();
+    emu_->after_next("objects.insert", [stored] { stored->set_value(); });
     auto up = Uploader::create(*store, bucket_, "silent.pt", small_parts());
     ASSERT_TRUE(up.ok()) << up.status();
     ASSERT_TRUE((*up)->write(random_bytes(6 * kPart, 3).data(), 6 * kPart).ok());
-    // Every delete now meets a server that holds its reply back for 10 minutes.
+    ASSERT_EQ(stored->get_future().wait_for(std::chrono::seconds(60)), std::future_status::ready);
+    // Every delete now meets a server that holds it, unapplied, for 10 minutes. (A stall would
+    // apply the delete and withhold only the reply: what is left would then depend on how
+    // many deletes went out before the budget ran out.)
     for (int i = 0; i < 8; ++i) {
-      emu_->inject_fault("objects.delete", emulator::Fault::stall(absl::Minutes(10)));
+      emu_->inject_fault("objects.delete", emulator::Fault::hang(absl::Minutes(10)));
     }
   }
   internal::set_destructor_budget_for_testing(absl::Seconds(10));
