@@ -15,6 +15,7 @@
 #include "dataflux/object_store.h"
 #include "dataflux/open_store.h"
 #include "dataflux/url.h"
+#include "shards/order.h"
 
 namespace dataflux::internal {
 
@@ -41,16 +42,6 @@ struct DatasetState {
 
 // Opens the store and lists; NotFound when there is nothing under the URL.
 absl::StatusOr<std::shared_ptr<DatasetState>> make_dataset_state(DatasetConfig config);
-
-// `rank`/`world_size` of -1 come from $RANK/$WORLD_SIZE, else 0/1; InvalidArgument unless
-// 0 <= rank < world_size.
-absl::Status resolve_partition(int* rank, int* world_size);
-
-// The order of epoch `epoch` for `rank` of `world_size`: a permutation of [0, n) (the
-// identity unless `shuffle`), fixed by (seed, epoch) alone, of which the rank takes positions
-// rank, rank + world_size, ... Ranks are disjoint and together cover [0, n).
-std::vector<std::size_t> epoch_order(std::size_t n, std::uint64_t seed, std::uint64_t epoch,
-                                     bool shuffle, int rank, int world_size);
 
 }  // namespace dataflux::internal
 
