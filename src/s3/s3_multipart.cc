@@ -204,6 +204,7 @@ absl::StatusOr<ObjectMetadata> S3MultipartUpload::complete() {
     }
     meta.crc32c = *crc32c_from_base64(stored);
   }
+  meta.etag = doc->child_text("ETag");  // quoted, as the ETag header carries it
   {
     std::lock_guard<std::mutex> lock(mu_);
     finished_ = true;

@@ -143,7 +143,8 @@ class S3StoreImpl : public S3Store {
     }
     // The server checked Content-MD5; a plain ETag is the MD5 of what it stored (not with
     // SSE-KMS, whose ETags are opaque).
-    std::string etag = response->header("etag").value_or("");
+    const std::string quoted_etag = response->header("etag").value_or("");
+    std::string etag = quoted_etag;
     if (etag.size() >= 2 && etag.front() == '"') etag = etag.substr(1, etag.size() - 2);
     const bool kms = response->header("x-amz-server-side-encryption").value_or("") == "aws:kms";
     std::string loss;
@@ -171,6 +172,7 @@ class S3StoreImpl : public S3Store {
     meta.size = data.size();
     meta.crc32c = crc;
     meta.md5_hash = internal::md5_base64_from_etag(md5_hex);
+    meta.etag = quoted_etag;  // what reads of this version pin to (If-Match)
     meta.content_type = request.content_type;
     meta.updated = std::chrono::system_clock::now();
     return meta;

@@ -214,10 +214,13 @@ TEST_F(S3StoreTest, EmulatorReportsTheStoredCrc32cAndReadsVerifyIt) {
 TEST_F(S3StoreTest, ReadsPinnedToAnETagRefuseAnotherVersion) {
   const std::string v1 = random_data(200'000, 11);
   const std::string v2 = random_data(200'000, 12);
-  ASSERT_TRUE(store_->write_object(write("pinned"), v1).ok());
+  auto written = store_->write_object(write("pinned"), v1);
+  ASSERT_TRUE(written.ok()) << written.status();
   auto head = store_->get_object_metadata(bucket_, "pinned");
   ASSERT_TRUE(head.ok()) << head.status();
   ASSERT_FALSE(head->etag.empty());
+  // The write reports the ETag a later read pins to (a shard index records it).
+  EXPECT_EQ(written->etag, head->etag);
   // Pinned to the live version: read as usual.
   auto req = read_req("pinned");
   req.etag = head->etag;
@@ -427,7 +430,10 @@ TEST_F(S3StoreTest, MultipartUploadFromThreadsInAnyOrder) {
   ASSERT_TRUE(meta.ok()) << meta.status();
   EXPECT_EQ(meta->size, data.size());
   EXPECT_EQ(read_all("ckpt/model.pt"), data);
-  if (external_) return;  // s3rver keeps no checksums
+  auto live = store_->get_object_metadata(bucket_, "ckpt/model.pt");
+  ASSERT_TRUE(live.ok()) << live.status();
+  EXPECT_EQ(meta->etag, live->etag);  // what reads of this version pin to
+  if (external_) return;              // s3rver keeps no checksums
   // The server's full-object CRC32C (FULL_OBJECT), not our own combination of the parts':
   // complete() reports what the server answered, HEAD reports it, and a read checks it.
   EXPECT_EQ(meta->crc32c, crc32c(data));
