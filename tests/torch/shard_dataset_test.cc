@@ -7,6 +7,7 @@
 #include <ATen/ops/equal.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/data/dataloader.h>
+#include <torch/data/samplers/random.h>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
@@ -225,6 +226,80 @@ TEST_P(ShardDatasetTest, TrainsThroughTheStatefulDataLoader) {
       for (auto& e : batch) keys.insert(as_string(e.data).substr(0, 6));
     }
     EXPECT_EQ(keys.size(), 30u) << epoch;
+  }
+}
+
+TEST_P(ShardDatasetTest, ShardMapDatasetReadsAnySampleWithOneRangedGet) {
+  write_shards("m/train", 3, 7);
+  ShardMapDataset data(root_ + "m/",
+                       ShardMapDatasetOptions().store(store()).fields({"bin", "cls"}));
+  ASSERT_EQ(data.size().value(), 21u);
+  std::vector<size_t> indices = {20, 0, 13, 7, 7};
+  auto batch = data.get_batch(indices);
+  ASSERT_EQ(batch.size(), indices.size());
+  for (std::size_t k = 0; k < indices.size(); ++k) {
+    char key[16];
+    std::snprintf(key, sizeof(key), "s/%04zu", indices[k]);
+    EXPECT_EQ(as_string(batch[k].data).substr(0, 6), key);
+    EXPECT_EQ(batch[k].target.item<std::int64_t>(), static_cast<std::int64_t>(indices[k] % 10));
+  }
+  EXPECT_EQ(data.locate(13).first, 1u);
+  EXPECT_EQ(data.locate(13).second->key, "s/0013");
+  // Through the DataLoader with a RandomSampler: every sample once.
+  auto loader = torch::data::make_data_loader(data, torch::data::samplers::RandomSampler(21),
+                                              torch::data::DataLoaderOptions(4).workers(2));
+  std::set<std::string> keys;
+  for (auto& b : *loader) {
+    for (auto& e : b) keys.insert(as_string(e.data).substr(0, 6));
+  }
+  EXPECT_EQ(keys.size(), 21u);
+  EXPECT_THROW(data.get(21), Error);
+}
+
+TEST_P(ShardDatasetTest, ShardMapDatasetRefusesStaleOrMissingIndexesAndCatchesDamage) {
+  write_shards("n/train", 2, 4);
+  const std::string shard = root_ + "n/train-000001.tar";
+  const std::string index_url = shard + ".index.json";
+  // Damage a byte of sample s/0005's data, then make the index name the new version, as an
+  // index that no longer matches its bytes would.
+  std::string bytes = read(shard);
+  auto index = shard_index_from_json(read(index_url), index_url).value();
+  const auto& victim = index.samples[1];
+  bytes[victim.fields.front().offset] ^= 0x01;
+  put(shard, bytes);
+  auto opts = ShardMapDatasetOptions().store(store()).fields({"bin", "cls"});
+  try {
+    ShardMapDataset stale(root_ + "n/", opts);
+    if (GetParam() != "s3") ADD_FAILURE() << "an index of another shard version was accepted";
+    // S3 listings carry no version: the reads, pinned to the indexed ETag, refuse instead.
+    stale.get(4);
+    ADD_FAILURE() << "a read of another shard version was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status().code(), absl::StatusCode::kFailedPrecondition) << e.what();
+    if (GetParam() != "s3") EXPECT_THAT(e.what(), HasSubstr("describes another version"));
+  }
+  auto listed = list_shards({root_ + "n/"}, store()).value();
+  index.generation = listed.shards[1].generation;
+  index.etag.clear();
+  put(index_url, shard_index_to_json(index));
+  ShardMapDataset data(root_ + "n/", opts);
+  EXPECT_NO_THROW(data.get(4));
+  try {
+    data.get(5);
+    ADD_FAILURE() << "damaged bytes were handed out";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status().code(), absl::StatusCode::kDataLoss) << e.what();
+    EXPECT_THAT(e.what(), HasSubstr("sample \"s/0005\" does not match its index's CRC32C"));
+    EXPECT_THAT(e.what(), HasSubstr("train-000001.tar"));
+  }
+  // A shard without an index.
+  put(root_ + "n/extra.tar", read(root_ + "n/train-000000.tar"));
+  try {
+    ShardMapDataset missing(root_ + "n/", opts);
+    ADD_FAILURE() << "a shard without an index was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(e.what(), HasSubstr("extra.tar has no index"));
   }
 }
 
