@@ -10,6 +10,7 @@
 #include "dataflux/shards.h"
 #include "dataflux/url.h"
 #include "engine/dataset_listing.h"
+#include "shards/listing.h"
 #include "shards/order.h"
 #include "shards/tar_io.h"
 
@@ -39,10 +40,13 @@ std::optional<std::pair<std::string, std::string>> pack_names(std::string_view r
 
 }  // namespace
 
-absl::StatusOr<ShardListing> list_shards(const std::vector<std::string>& urls,
-                                         std::shared_ptr<ObjectStore> store,
-                                         const StoreOptions& store_options, int listing_workers) {
-  if (urls.empty()) return absl::InvalidArgumentError("list_shards: no URL given");
+namespace internal {
+
+absl::StatusOr<ShardListing> list_under(const std::vector<std::string>& urls,
+                                        std::shared_ptr<ObjectStore> store,
+                                        const StoreOptions& store_options, int listing_workers,
+                                        bool shards_only) {
+  if (urls.empty()) return absl::InvalidArgumentError("listing: no URL given");
   ShardListing listing;
   listing.location = urls.size() == 1
                          ? urls.front()
@@ -65,30 +69,31 @@ absl::StatusOr<ShardListing> list_shards(const std::vector<std::string>& urls,
       }
     } else if (url->scheme != first->scheme || url->bucket != first->bucket) {
       return absl::InvalidArgumentError(
-          absl::StrCat("list_shards: ", text, " is not in the bucket of ", first->to_string(),
+          absl::StrCat("listing: ", text, " is not in the bucket of ", first->to_string(),
                        "; every prefix of one dataset must be in one bucket"));
     }
-    internal::DatasetListingOptions options;
+    DatasetListingOptions options;
     options.workers = listing_workers;
-    auto objects =
-        internal::list_dataset_objects(*listing.store, url->bucket, url->object, options);
+    auto objects = list_dataset_objects(*listing.store, url->bucket, url->object, options);
     if (!objects.ok()) return with_context(objects.status(), absl::StrCat("listing ", text));
     constexpr std::string_view kIndex = ".index.json";
     for (auto& o : *objects) {
       const std::string_view name = o.name;
-      if (name.size() > kIndex.size() && name.substr(name.size() - kIndex.size()) == kIndex) {
+      if (shards_only && name.size() > kIndex.size() &&
+          name.substr(name.size() - kIndex.size()) == kIndex) {
         std::string shard(name.substr(0, name.size() - kIndex.size()));
         indexes.emplace(std::move(shard), o);
         continue;
       }
-      if (!internal::shard_compression_from_name(o.name)) continue;
+      if (shards_only && !shard_compression_from_name(o.name)) continue;
       std::string key = o.name;
       found.emplace(std::move(key), std::move(o));
     }
   }
   if (found.empty()) {
-    return absl::NotFoundError(absl::StrCat("no shards (.tar, .tar.gz, .tgz, .tar.zst) under ",
-                                            absl::StrJoin(urls, ", ")));
+    return absl::NotFoundError(absl::StrCat(
+        shards_only ? "no shards (.tar, .tar.gz, .tgz, .tar.zst) under " : "no objects under ",
+        absl::StrJoin(urls, ", "), " (a prefix must end in '/' to name a directory)"));
   }
   listing.shards.reserve(found.size());
   for (auto& [name, entry] : found) {
@@ -98,6 +103,14 @@ absl::StatusOr<ShardListing> list_shards(const std::vector<std::string>& urls,
     listing.shards.push_back(std::move(entry));
   }
   return listing;
+}
+
+}  // namespace internal
+
+absl::StatusOr<ShardListing> list_shards(const std::vector<std::string>& urls,
+                                         std::shared_ptr<ObjectStore> store,
+                                         const StoreOptions& store_options, int listing_workers) {
+  return internal::list_under(urls, std::move(store), store_options, listing_workers, true);
 }
 
 absl::StatusOr<PackResult> pack_objects(const std::string& source, const std::string& dest_prefix,

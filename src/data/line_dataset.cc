@@ -1,0 +1,170 @@
+// LineDataset: text objects streamed through the record pipeline (shards/record_stream.h).
+#include "dataflux/line_dataset.h"
+
+#include <ATen/ops/scalar_tensor.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "data/byte_tensor.h"
+#include "data/record_cursor.h"
+#include "shards/lines.h"
+#include "shards/listing.h"
+
+namespace dataflux {
+namespace internal {
+
+struct LineStreamState {
+  RecordCursor<LineRecord> cursor;
+  LineTransform transform;
+};
+
+namespace {
+
+constexpr char kKey[] = "dataflux_line_dataset";
+
+FetchBuffer tensor_buffer(std::uint64_t size) {
+  auto tensor = std::make_shared<at::Tensor>(byte_tensor(size));
+  FetchBuffer buffer;
+  buffer.data = static_cast<char*>(tensor->data_ptr());
+  buffer.owner = std::move(tensor);
+  return buffer;
+}
+
+}  // namespace
+}  // namespace internal
+
+LineDataset::LineDataset(const std::string& url, LineDatasetOptions options)
+    : state_(std::make_unique<internal::LineStreamState>()) {
+  std::vector<std::string> urls = {url};
+  urls.insert(urls.end(), options.more_urls().begin(), options.more_urls().end());
+  auto listing = value_or_throw(internal::list_under(
+      urls, options.store(), with_retry(options.store_options(), options.retry()),
+      options.listing_workers(), /*shards_only=*/false));
+  int rank = options.rank(), world_size = options.world_size();
+  throw_if_error(internal::resolve_partition(&rank, &world_size));
+  if (listing.shards.size() < static_cast<std::size_t>(world_size)) {
+    throw Error(absl::InvalidArgumentError(absl::StrCat(
+        "LineDataset ", listing.location, ": ", listing.shards.size(), " objects cannot feed ",
+        world_size, " ranks (each rank reads whole objects); split the data into more files")));
+  }
+  FetchOptions fetch;
+  fetch.max_requests_in_flight = options.max_requests_in_flight();
+  fetch.max_bytes_in_flight = options.max_bytes_in_flight();
+  fetch.range_size = options.range_size();
+  fetch.disable_compose = true;
+  auto& c = state_->cursor;
+  c.location = listing.location;
+  c.kind = "LineDataset";
+  c.fetcher = std::make_shared<Fetcher>(listing.store, listing.bucket, fetch);
+  c.sources = std::move(listing.shards);
+  c.fingerprint = internal::RecordCursor<LineRecord>::fingerprint_of(c.sources);
+  c.seed = options.seed();
+  c.shuffle = options.shuffle();
+  c.shuffle_buffer = options.shuffle_buffer();
+  c.rank = rank;
+  c.world_size = world_size;
+  c.prefetch.window_objects = std::max<std::size_t>(1, options.objects_in_flight());
+  c.prefetch.window_bytes = options.max_bytes_in_flight();
+  c.prefetch.chunk_objects = 1;
+  c.allocate = internal::tensor_buffer;
+  state_->transform = options.transform();
+  auto store = listing.store;
+  auto bucket = listing.bucket;
+  const std::vector<ObjectEntry>* all = &c.sources;  // sorted by name; stable (state_ is)
+  const std::size_t max_line = options.max_line_bytes();
+  const bool skip_empty = options.skip_empty_lines();
+  c.parse = [store, bucket, all, max_line, skip_empty](
+                std::size_t, const ObjectEntry& read, const FetchBuffer& bytes, std::uint64_t size,
+                std::vector<LineRecord>* out) -> absl::Status {
+    // Records point at the dataset's own entry, which outlives every stream.
+    const ObjectEntry& object = *std::lower_bound(
+        all->begin(), all->end(), read,
+        [](const ObjectEntry& a, const ObjectEntry& b) { return a.name < b.name; });
+    const std::string url = store->url(bucket, object.name);
+    at::Tensor text = *std::static_pointer_cast<at::Tensor>(bytes.owner);
+    if (internal::is_compressed(bytes.data, size)) {
+      auto plain = internal::decompress(bytes.data, size, url);
+      if (!plain.ok()) return plain.status();
+      text = internal::byte_tensor(plain->size());
+      if (!plain->empty()) std::memcpy(text.data_ptr(), plain->data(), plain->size());
+    }
+    const std::string_view view(static_cast<const char*>(text.data_ptr()),
+                                static_cast<std::size_t>(text.numel()));
+    std::uint64_t line = 0;
+    // Line numbers count every line, empty ones too, so they match `sed -n` and editors.
+    std::uint64_t next_offset = 0;
+    return internal::for_each_line(
+        view, max_line, skip_empty, url, [&](std::uint64_t offset, std::size_t length) {
+          for (std::size_t k = next_offset; k < offset; ++k) {
+            if (view[k] == '\n') ++line;
+          }
+          next_offset = offset;
+          out->push_back(LineRecord{
+              text.narrow(0, static_cast<std::int64_t>(offset), static_cast<std::int64_t>(length)),
+              &object, line, offset});
+        });
+  };
+  std::lock_guard<std::mutex> lock(c.mu);
+  c.start_epoch(0);
+}
+
+LineDataset::LineDataset(LineDataset&&) noexcept = default;
+LineDataset& LineDataset::operator=(LineDataset&&) noexcept = default;
+LineDataset::~LineDataset() = default;
+
+torch::optional<std::vector<torch::data::Example<>>> LineDataset::get_batch(size_t batch_size) {
+  auto& s = *state_;
+  std::vector<LineRecord> lines;
+  {
+    std::lock_guard<std::mutex> lock(s.cursor.mu);
+    if (batch_size == 0) return torch::nullopt;
+    lines = s.cursor.pull(batch_size, nullptr);
+  }
+  if (lines.empty()) return torch::nullopt;
+  std::vector<torch::data::Example<>> out;
+  out.reserve(lines.size());
+  for (auto& l : lines) {
+    if (s.transform) {
+      out.push_back(s.transform(std::move(l)));
+    } else {
+      out.push_back(
+          {std::move(l.bytes), at::scalar_tensor(static_cast<std::int64_t>(l.line), at::kLong)});
+    }
+  }
+  return out;
+}
+
+torch::optional<size_t> LineDataset::size() const { return torch::nullopt; }
+
+void LineDataset::reset() {
+  std::lock_guard<std::mutex> lock(state_->cursor.mu);
+  state_->cursor.reset();
+}
+void LineDataset::set_epoch(std::uint64_t epoch) {
+  std::lock_guard<std::mutex> lock(state_->cursor.mu);
+  state_->cursor.start_epoch(epoch);
+  state_->cursor.fresh = true;
+}
+void LineDataset::save(torch::serialize::OutputArchive& archive) const {
+  std::lock_guard<std::mutex> lock(state_->cursor.mu);
+  state_->cursor.save(archive, internal::kKey);
+}
+void LineDataset::load(torch::serialize::InputArchive& archive) {
+  std::lock_guard<std::mutex> lock(state_->cursor.mu);
+  state_->cursor.load(archive, internal::kKey);
+}
+std::uint64_t LineDataset::epoch() const {
+  std::lock_guard<std::mutex> lock(state_->cursor.mu);
+  return state_->cursor.epoch;
+}
+std::size_t LineDataset::position() const {
+  std::lock_guard<std::mutex> lock(state_->cursor.mu);
+  return state_->cursor.position;
+}
+const std::vector<ObjectEntry>& LineDataset::objects() const { return state_->cursor.sources; }
+
+}  // namespace dataflux
