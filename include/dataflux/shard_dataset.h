@@ -56,10 +56,11 @@ using ShardTransform = std::function<torch::data::Example<>(ShardSample sample)>
 // leave the sample out.
 enum class MissingField { kError, kSkip };
 
-// A field as a tensor, by its name, as WebDataset's default decoders do: "cls", "cls2",
-// "index", "label", "id" (a decimal integer) -> int64 scalar; "pth" (torch.save, Python or
-// C++ pickle_save) -> the tensor; "jpg", "jpeg", "png" -> HxWxC uint8 when `decode_images`;
-// anything else -> its bytes. Errors name the shard, the key and the field.
+// A field as a tensor, by its last extension, as WebDataset's default decoders do: "cls",
+// "cls2", "index", "label", "id" (a decimal integer) -> int64 scalar; "pth" (torch.save from
+// Python, or torch::pickle_save) -> the tensor ("data.pth" too); "jpg", "jpeg", "png" ->
+// HxWxC uint8 when `decode_images`; anything else -> its bytes. Errors name the shard, the key
+// and the field.
 at::Tensor decode_field(const ShardSample& sample, const std::string& name, const at::Tensor& bytes,
                         bool decode_images);
 
@@ -165,6 +166,35 @@ class ShardMapDataset : public torch::data::datasets::Dataset<ShardMapDataset> {
  private:
   std::shared_ptr<const internal::ShardMapState> state_;
 };
+
+// pack_dataset: a libtorch dataset of Example<> into shards, one sample per index, key the
+// zero-padded index ("000000042"), fields "data.pth" and "target.pth": each tensor as
+// torch.save writes it (torch::pickle_save), so Python reads them with torch.load (and
+// WebDataset's .decode() with to_tuple("data.pth", "target.pth")), and ShardDataset with
+// fields({"data.pth", "target.pth"}). Examples are fetched and serialized by `workers`
+// threads (the dataset's get() must be thread-safe, as the DataLoader's workers need too) and
+// written in index order. Throws Error.
+struct PackDatasetOptions {
+  ShardWriterOptions writer;
+  int workers = 4;
+  // Called after each sample with (samples done, samples in all, bytes done).
+  std::function<void(std::uint64_t, std::uint64_t, std::uint64_t)> progress;
+};
+
+PackResult pack_examples(const std::function<torch::data::Example<>(size_t)>& get, size_t count,
+                         const std::string& dest_prefix, PackDatasetOptions options = {});
+
+template <typename Dataset>
+PackResult pack_dataset(Dataset& dataset, const std::string& dest_prefix,
+                        PackDatasetOptions options = {}) {
+  const auto size = dataset.size();
+  if (!size) {
+    throw Error(absl::InvalidArgumentError(
+        "pack_dataset: the dataset has no size(); pack_examples takes a count"));
+  }
+  return pack_examples([&dataset](size_t i) { return dataset.get(i); }, *size, dest_prefix,
+                       std::move(options));
+}
 
 }  // namespace dataflux
 

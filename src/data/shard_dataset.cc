@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "core/thread_pool.h"
 #include "data/byte_tensor.h"
 #include "data/record_cursor.h"
 #include "dataflux/crc32c.h"
@@ -43,9 +44,11 @@ bool is_label(const std::string& name) {
 
 at::Tensor decode_field(const ShardSample& sample, const std::string& name, const at::Tensor& bytes,
                         bool decode_images) {
+  const std::size_t dot = name.rfind('.');
+  const std::string ext = dot == std::string::npos ? name : name.substr(dot + 1);
   const std::string_view text(static_cast<const char*>(bytes.data_ptr()),
                               static_cast<std::size_t>(bytes.numel()));
-  if (is_label(name)) {
+  if (is_label(ext)) {
     std::int64_t value = 0;
     if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(absl::string_view(text.data(), text.size())),
                           &value)) {
@@ -55,7 +58,7 @@ at::Tensor decode_field(const ShardSample& sample, const std::string& name, cons
     }
     return at::scalar_tensor(value, at::kLong);
   }
-  if (name == "pth") {
+  if (ext == "pth") {
     try {
       std::vector<char> data(text.begin(), text.end());
       auto value = torch::jit::pickle_load(data);
@@ -71,7 +74,7 @@ at::Tensor decode_field(const ShardSample& sample, const std::string& name, cons
           absl::StrCat(where(sample, name), " is not a torch.save'd tensor: ", e.what())));
     }
   }
-  if (decode_images && (name == "jpg" || name == "jpeg" || name == "png")) {
+  if (decode_images && (ext == "jpg" || ext == "jpeg" || ext == "png")) {
     return decode_image(bytes, absl::StrCat(sample.shard, ":", sample.key, ".", name));
   }
   return bytes;
@@ -464,6 +467,61 @@ const std::vector<ObjectEntry>& ShardMapDataset::shards() const { return state_-
 std::pair<std::size_t, const ShardIndexEntry*> ShardMapDataset::locate(size_t index) const {
   const auto [shard, entry] = state_->samples.at(index);
   return {shard, &state_->indexes[shard].samples[entry]};
+}
+
+// ---- pack_examples ---------------------------------------------------------------------------
+
+PackResult pack_examples(const std::function<torch::data::Example<>(size_t)>& get, size_t count,
+                         const std::string& dest_prefix, PackDatasetOptions options) {
+  auto writer = value_or_throw(ShardWriter::create(dest_prefix, options.writer));
+  const std::size_t workers = static_cast<std::size_t>(std::max(1, options.workers));
+  const std::size_t digits = std::max<std::size_t>(9, std::to_string(count).size());
+  struct Serialized {
+    std::string key;
+    std::vector<char> data, target;
+  };
+  auto serialize = [&](size_t i) {
+    torch::data::Example<> e = get(i);
+    Serialized out;
+    out.key = std::to_string(i);
+    out.key.insert(0, digits - out.key.size(), '0');
+    out.data = torch::jit::pickle_save(e.data);
+    out.target = torch::jit::pickle_save(e.target);
+    return out;
+  };
+  PackResult result;
+  // Windows of samples serialized on the library's blocking pool (at most `workers` at once,
+  // the calling thread included), written in index order.
+  const std::size_t window = workers * 8;
+  std::vector<Serialized> slots(window);
+  for (std::size_t begin = 0; begin < count; begin += window) {
+    const std::size_t n = std::min(count - begin, window);
+    throw_if_error(internal::parallel_for(
+        internal::ThreadPool::blocking(), static_cast<int>(n), static_cast<int>(workers),
+        [&](int k) -> absl::Status {
+          try {
+            slots[static_cast<std::size_t>(k)] = serialize(begin + static_cast<std::size_t>(k));
+            return absl::OkStatus();
+          } catch (const Error& e) {
+            return e.status();
+          } catch (const std::exception& e) {
+            return absl::InternalError(absl::StrCat(
+                "pack_dataset: sample ", begin + static_cast<std::size_t>(k), ": ", e.what()));
+          }
+        }));
+    for (std::size_t k = 0; k < n; ++k) {
+      Serialized& s = slots[k];
+      const std::string_view data(s.data.data(), s.data.size());
+      const std::string_view target(s.target.data(), s.target.size());
+      throw_if_error(writer->write(s.key, {{"data.pth", data}, {"target.pth", target}}));
+      ++result.samples;
+      result.bytes += data.size() + target.size();
+      if (options.progress) options.progress(result.samples, count, result.bytes);
+      s = Serialized();
+    }
+  }
+  result.shards = value_or_throw(writer->close());
+  return result;
 }
 
 }  // namespace dataflux

@@ -11,7 +11,9 @@
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
@@ -305,6 +307,77 @@ TEST_P(ShardDatasetTest, ShardMapDatasetRefusesStaleOrMissingIndexesAndCatchesDa
 
 INSTANTIATE_TEST_SUITE_P(Backends, ShardDatasetTest, ::testing::Values("local", "gcs", "s3"),
                          [](const auto& info) { return info.param; });
+
+// A libtorch dataset of Example<> to shards, read back by ShardDataset and by Python's
+// torch.load (the independent reader the format promises).
+struct Squares : torch::data::datasets::Dataset<Squares> {
+  torch::data::Example<> get(size_t i) override {
+    return {at::arange(static_cast<std::int64_t>(i % 5 + 1), at::kFloat) * static_cast<float>(i),
+            at::scalar_tensor(static_cast<std::int64_t>(i), at::kLong)};
+  }
+  torch::optional<size_t> size() const override { return 23; }
+};
+
+TEST(PackDataset, ExamplesRoundTripThroughShardDatasetAndPythonTorchLoad) {
+  char tmpl[] = "/tmp/dataflux-packds-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  Squares squares;
+  PackDatasetOptions o;
+  o.writer.max_count = 10;
+  o.workers = 3;
+  std::uint64_t calls = 0;
+  o.progress = [&](std::uint64_t done, std::uint64_t all, std::uint64_t) {
+    EXPECT_EQ(done, ++calls);
+    EXPECT_EQ(all, 23u);
+  };
+  auto packed = pack_dataset(squares, dir + "/sq", o);
+  EXPECT_EQ(packed.samples, 23u);
+  ASSERT_EQ(packed.shards.size(), 3u);
+  ShardDataset data("file://" + dir + "/",
+                    ShardDatasetOptions().fields({"data.pth", "target.pth"}).rank(0).world_size(1));
+  std::size_t seen = 0;
+  while (auto batch = data.get_batch(4)) {
+    for (auto& e : *batch) {
+      const auto i = static_cast<size_t>(e.target.item<std::int64_t>());
+      EXPECT_TRUE(at::equal(e.data, squares.get(i).data)) << i;
+      ++seen;
+    }
+  }
+  EXPECT_EQ(seen, 23u);
+  // Debian's Python, which has Debian's python3-torch (a pyenv python3 on PATH may not).
+  const std::string python =
+      std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+  if (std::system((python + " -c 'import torch' 2>/dev/null").c_str()) != 0) {
+    std::filesystem::remove_all(dir);
+    GTEST_SKIP() << "Python's torch is not installed (python3-torch)";
+  }
+  std::ofstream(dir + "/check.py")
+      << "import io, sys, tarfile, torch\n"
+         "n = 0\n"
+         "for shard in sys.argv[1:]:\n"
+         "    with tarfile.open(shard) as t:\n"
+         "        for m in t:\n"
+         "            v = torch.load(io.BytesIO(t.extractfile(m).read()))\n"
+         "            if m.name.endswith('.target.pth'):\n"
+         "                i = int(v)\n"
+         "                assert i == int(m.name.split('.')[0]), m.name\n"
+         "            else:\n"
+         "                i = int(m.name.split('.')[0])\n"
+         "                want = torch.arange(i % 5 + 1, dtype=torch.float32) * i\n"
+         "                assert torch.equal(v, want), (m.name, v)\n"
+         "            n += 1\n"
+         "print(n)\n";
+  std::string cmd = python + " " + dir + "/check.py";
+  for (const auto& shard : packed.shards)
+    cmd += " " + StorageUrl::parse(shard.url)->to_string().substr(7);
+  cmd += " > " + dir + "/out";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream in(dir + "/out");
+  std::string count;
+  in >> count;
+  EXPECT_EQ(count, "46");
+  std::filesystem::remove_all(dir);
+}
 
 TEST(DecodeField, LabelsPthAndBytes) {
   ShardSample s{"k", "gs://b/s.tar", {}};
