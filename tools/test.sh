@@ -78,12 +78,12 @@ else
   echo "test.sh: the sanitizer build failed"; failed=$((failed + 1))
 fi
 
-step "pools, transport, engine, read-path and command tests under ThreadSanitizer"
+step "pools, transport, engine, read-path, command and shard tests under ThreadSanitizer"
 if cmake -S . -B "$TSAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDATAFLUX_WITH_TORCH=OFF \
          -DDATAFLUX_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS="-fsanitize=thread -fno-omit-frame-pointer" \
          -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread >/dev/null &&
-   cmake --build "$TSAN_DIR" -j2 --target core_tests http_tests engine_tests store_tests cli_tests; then
-  for t in core_tests http_tests engine_tests store_tests cli_tests; do
+   cmake --build "$TSAN_DIR" -j2 --target core_tests http_tests engine_tests store_tests cli_tests shards_tests; then
+  for t in core_tests http_tests engine_tests store_tests cli_tests shards_tests; do
     TSAN_OPTIONS="halt_on_error=0 suppressions=$PWD/tools/tsan.supp" run_gtest "$TSAN_DIR/tests/$t"
   done
 else

@@ -21,6 +21,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <turbojpeg.h>
 
 #include "shards/shards_test_env.h"
 
@@ -303,6 +304,50 @@ TEST_P(ShardDatasetTest, ShardMapDatasetRefusesStaleOrMissingIndexesAndCatchesDa
     EXPECT_EQ(e.status().code(), absl::StatusCode::kFailedPrecondition);
     EXPECT_THAT(e.what(), HasSubstr("extra.tar has no index"));
   }
+}
+
+TEST_P(ShardDatasetTest, PacksAnImageFolderAndTrainsFromDecodedImages) {
+  // Three 6x4 RGB JPEGs per class, encoded here with TurboJPEG.
+  tjhandle encoder = tjInitCompress();
+  ASSERT_NE(encoder, nullptr);
+  for (const char* cls : {"a", "b"}) {
+    for (int i = 0; i < 3; ++i) {
+      std::vector<unsigned char> rgb(6 * 4 * 3, static_cast<unsigned char>(40 * i + 20));
+      unsigned char* jpeg = nullptr;
+      unsigned long size = 0;
+      ASSERT_EQ(
+          tjCompress2(encoder, rgb.data(), 6, 0, 4, TJPF_RGB, &jpeg, &size, TJSAMP_444, 95, 0), 0);
+      put(root_ + "img/" + cls + "/" + std::to_string(i) + ".jpg",
+          std::string(reinterpret_cast<char*>(jpeg), size));
+      tjFree(jpeg);
+    }
+  }
+  tjDestroy(encoder);
+  put(root_ + "img/b/broken.jpg", "not a jpeg at all");
+  PackOptions pack;
+  pack.source_store = store();
+  pack.writer.store = store();
+  auto packed = pack_objects(root_ + "img/", root_ + "packed/s", pack);
+  ASSERT_TRUE(packed.ok()) << packed.status();
+  EXPECT_EQ(packed->samples, 7u);
+  ShardDataset data(root_ + "packed/",
+                    options().fields({"jpg;png", "cls"}).decode_images(true).shuffle(true));
+  int images = 0;
+  try {
+    while (auto batch = data.get_batch(2)) {
+      for (auto& e : *batch) {
+        EXPECT_EQ(e.data.sizes(), (at::IntArrayRef{4, 6, 3}));
+        EXPECT_EQ(e.data.scalar_type(), at::kByte);
+        ++images;
+      }
+    }
+    ADD_FAILURE() << "the broken image decoded";
+  } catch (const Error& e) {
+    // The corrupt image is named: its shard and its key.
+    EXPECT_THAT(e.what(), HasSubstr("b/broken.jpg"));
+    EXPECT_THAT(e.what(), HasSubstr("packed/s-000000.tar"));
+  }
+  EXPECT_LE(images, 6);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ShardDatasetTest, ::testing::Values("local", "gcs", "s3"),
