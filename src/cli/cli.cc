@@ -3,9 +3,14 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "cli/commands.h"
 #include "dataflux/fetch.h"
 
@@ -17,6 +22,23 @@ namespace dataflux::cli {
 namespace {
 
 constexpr char kUrlHelp[] = "gs://bucket[/prefix], s3://bucket[/prefix], file:///dir or a path";
+
+// A count or seed in decimal digits, at least `min`: CLI11 alone reads an unsigned option with
+// strtoull, so "-1" would become 2^64-1 and "010" would be octal.
+CLI::Validator whole_number(std::uint64_t min) {
+  return CLI::Validator(
+      [min](std::string& text) {
+        std::uint64_t value = 0;
+        if (text.empty() || !std::all_of(text.begin(), text.end(), absl::ascii_isdigit) ||
+            !absl::SimpleAtoi(text, &value)) {
+          return absl::StrCat("'", text, "' is not a whole number from ", min, " to 2^64-1");
+        }
+        if (value < min) return absl::StrCat("must be at least ", min);
+        text = std::to_string(value);
+        return std::string();
+      },
+      "");
+}
 
 int run_cleanup(const std::string& text, CleanupOptions options, const Io& io) {
   Failures failures(io);
@@ -50,7 +72,8 @@ int run_cleanup(const std::string& text, CleanupOptions options, const Io& io) {
 
 int run(int argc, char** argv) {
   CLI::App app{
-      "dataflux: list, copy, inspect and clean up objects on gs://, s3:// and local paths.\n"
+      "dataflux: list, copy, inspect, pack into shards and clean up objects on gs://, s3:// "
+      "and local paths.\n"
       "Exit status: 0 done, 1 an operation failed (each is named), 2 usage.",
       "dataflux"};
   app.set_version_flag("--version", std::string("dataflux ") + DATAFLUX_VERSION);
@@ -142,6 +165,55 @@ int run(int argc, char** argv) {
       ->check(CLI::Range(1, 100000));
   perfdiag_cmd->add_option("URL", perfdiag.url, "bucket or prefix")->required();
 
+  PackCommandOptions pack;
+  std::string pack_compression = "none";
+  bool pack_no_shuffle = false;
+  bool pack_no_labels = false;
+  bool pack_no_index = false;
+  auto* pack_cmd = app.add_subcommand(
+      "pack",
+      "pack a folder tree of objects (SRC/CLASS/NAME.EXT, as ImageFolder lays it out) into tar "
+      "shards in the WebDataset conventions: a sample per object, its extension the field, "
+      "\"cls\" the index of its class folder; DEST-000000.tar, DEST-000001.tar, ...");
+  pack_cmd
+      ->add_option("--maxsize", pack.pack.writer.max_size,
+                   "bytes per shard at most: 100000000, 1e8, 100MB, 64MiB (a larger sample gets "
+                   "a shard of its own)")
+      ->transform(CLI::Validator(
+          [](std::string& text) {
+            auto size = parse_size(text);
+            if (!size.ok()) return std::string(size.status().message());
+            if (*size == 0) return std::string("must be positive");
+            text = std::to_string(*size);
+            return std::string();
+          },
+          "SIZE"))
+      ->capture_default_str();
+  pack_cmd->add_option("--maxcount", pack.pack.writer.max_count, "samples per shard at most")
+      ->transform(whole_number(1))
+      ->capture_default_str();
+  pack_cmd
+      ->add_option("--compression", pack_compression,
+                   "none (plain .tar, indexed), gz (.tar.gz) or zst (.tar.zst)")
+      ->check(CLI::IsMember({"none", "gz", "zst"}))
+      ->capture_default_str();
+  pack_cmd->add_flag("--no-shuffle", pack_no_shuffle,
+                     "the listing's order (by default a shuffled order, so that every shard "
+                     "mixes the classes)");
+  pack_cmd->add_option("--seed", pack.pack.seed, "the shuffled order's seed")
+      ->transform(whole_number(0))
+      ->capture_default_str();
+  pack_cmd->add_flag("--no-labels", pack_no_labels,
+                     "no \"cls\" from the class folders; objects may then be anywhere under SRC");
+  pack_cmd->add_flag("--no-index", pack_no_index,
+                     "no SHARD.index.json beside each plain .tar (ShardMapDataset needs it)");
+  pack_cmd->add_option("SRC", pack.source, kUrlHelp)->required();
+  pack_cmd
+      ->add_option("DEST", pack.destination,
+                   "the shards' prefix: gs://b/shards/train gives gs://b/shards/train-000000.tar, "
+                   "...")
+      ->required();
+
   std::string help_topic;
   auto* help_cmd = app.add_subcommand("help", "help on dataflux or one command");
   help_cmd->add_option("COMMAND", help_topic, "a command");
@@ -183,6 +255,13 @@ int run(int argc, char** argv) {
     return run_cp(options, io);
   }
   if (perfdiag_cmd->parsed()) return run_perfdiag(perfdiag, io);
+  if (pack_cmd->parsed()) {
+    pack.pack.writer.compression = pack_compression == "none" ? "" : pack_compression;
+    pack.pack.shuffle = !pack_no_shuffle;
+    pack.pack.labels_from_folders = !pack_no_labels;
+    pack.pack.writer.write_index = !pack_no_index;
+    return run_pack(pack, io);
+  }
   if (cleanup_cmd->parsed()) {
     cleanup_options.min_age = std::chrono::seconds(min_age);
     return run_cleanup(cleanup_url, std::move(cleanup_options), io);

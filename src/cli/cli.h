@@ -1,4 +1,4 @@
-// The `dataflux` command: ls, du, stat, cat, cp, mv, rm, cleanup on gs://, s3:// and local
+// The `dataflux` command: ls, du, stat, cat, cp, mv, rm, pack, cleanup on gs://, s3:// and local
 // paths alike (tools/dataflux_main.cc is its main()).
 #ifndef DATAFLUX_SRC_CLI_CLI_H_
 #define DATAFLUX_SRC_CLI_CLI_H_

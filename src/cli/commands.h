@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/common.h"
+#include "dataflux/shards.h"
 
 namespace dataflux::cli {
 
@@ -59,6 +60,13 @@ struct PerfdiagOptions {
   std::uint64_t small_bytes = 64 << 10;     // the small objects' size
 };
 int run_perfdiag(const PerfdiagOptions& options, const Io& io);
+
+struct PackCommandOptions {
+  std::string source;       // a folder tree, SOURCE/CLASS/NAME.EXT as ImageFolder lays it out
+  std::string destination;  // the shards' prefix: DEST-000000.tar, DEST-000001.tar, ...
+  PackOptions pack;         // the flags; run_pack sets the stores and the progress callback
+};
+int run_pack(const PackCommandOptions& options, const Io& io);
 
 }  // namespace dataflux::cli
 

@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <ctime>
 
+#include "absl/numeric/int128.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/absl_view.h"
 #include "core/thread_pool.h"
 #include "dataflux/open_store.h"
 
@@ -134,6 +137,76 @@ std::string human_bytes(std::uint64_t bytes) {
     ++unit;
   }
   return absl::StrFormat("%.1f %s", value, kUnits[unit]);
+}
+
+absl::StatusOr<std::uint64_t> parse_size(std::string_view text) {
+  auto bad = [&](const char* why) {
+    return absl::InvalidArgumentError(absl::StrCat("size '", internal::av(text), "': ", why,
+                                                   " (e.g. 100000000, 1e8, 100MB, 64MiB)"));
+  };
+  // The number as mantissa * 10^exponent, exactly: digits, an optional fraction and "e"-part.
+  absl::uint128 mantissa = 0;
+  int exponent = 0;
+  int digits = 0;
+  std::size_t i = 0;
+  bool point = false;
+  for (; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '.' && !point) {
+      point = true;
+      continue;
+    }
+    if (!absl::ascii_isdigit(static_cast<unsigned char>(c))) break;
+    ++digits;
+    // Below 10^21 (2^70): room for a binary unit's 2^40 and the checks below.
+    if (mantissa >= absl::uint128(10'000'000'000'000'000'000u) * 10) {
+      return bad("too many digits");
+    }
+    mantissa = mantissa * 10 + static_cast<unsigned>(c - '0');
+    if (point) --exponent;
+  }
+  if (digits == 0) return bad("not a number");
+  if (i + 1 < text.size() && (text[i] == 'e' || text[i] == 'E') &&
+      (absl::ascii_isdigit(static_cast<unsigned char>(text[i + 1])) || text[i + 1] == '+' ||
+       text[i + 1] == '-')) {
+    ++i;
+    const bool negative = text[i] == '-';
+    if (text[i] == '+' || text[i] == '-') ++i;
+    int power = 0;
+    const std::size_t start = i;
+    for (; i < text.size() && absl::ascii_isdigit(static_cast<unsigned char>(text[i])); ++i) {
+      if (i - start >= 3) return bad("exponent out of range");
+      power = power * 10 + (text[i] - '0');
+    }
+    if (i == start) return bad("not a number");
+    exponent += negative ? -power : power;
+  }
+  // The unit: K, M, G, T (powers of 1000) or Ki, Mi, Gi, Ti (of 1024), then an optional B.
+  std::string unit =
+      absl::AsciiStrToLower(absl::StripLeadingAsciiWhitespace(internal::av(text.substr(i))));
+  if (absl::EndsWith(unit, "b")) unit.pop_back();
+  static constexpr std::string_view kPrefixes = "kmgt";
+  if (!unit.empty()) {
+    const std::size_t power = kPrefixes.find(unit.front());
+    if (power == std::string_view::npos || unit.size() > 2 ||
+        (unit.size() == 2 && unit[1] != 'i')) {
+      return bad("unknown unit (use K, M, G, T or Ki, Mi, Gi, Ti, with or without B)");
+    }
+    if (unit.size() == 1) {
+      exponent += 3 * static_cast<int>(power + 1);
+    } else {
+      mantissa <<= 10 * (power + 1);
+    }
+  }
+  constexpr std::uint64_t kMax = ~std::uint64_t{0};
+  if (mantissa == 0) return 0;
+  for (; exponent < 0; ++exponent) {
+    if (mantissa % 10 != 0) return bad("not a whole number of bytes");
+    mantissa /= 10;
+  }
+  for (; exponent > 0 && mantissa <= kMax; --exponent) mantissa *= 10;
+  if (mantissa > kMax) return bad("more than 2^64-1 bytes");
+  return absl::Uint128Low64(mantissa);
 }
 
 std::string rfc3339(std::chrono::system_clock::time_point t) {

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -104,6 +105,11 @@ void parallel_for(std::size_t n, int jobs, const std::function<void(std::size_t)
 
 // "1.5 MiB", "0 B", "999 B".
 std::string human_bytes(std::uint64_t bytes);
+// A size as people type it: "100000000", "1e8", "100MB", "100M", "1.5GB", "64KiB". K, M, G, T
+// are powers of 1000 (WebDataset's maxsize=1e8 is 100MB), Ki, Mi, Gi, Ti of 1024; a trailing B
+// is optional; case is ignored. InvalidArgument naming the text for anything else, a negative
+// size, more than 2^64-1, or a fraction of a byte ("1.5").
+absl::StatusOr<std::uint64_t> parse_size(std::string_view text);
 // RFC 3339, UTC, seconds: "2026-11-24T15:04:05Z"; "-" for an unknown time.
 std::string rfc3339(std::chrono::system_clock::time_point t);
 // The last segment of a name, ignoring one trailing '/': "a/b/c" → "c", "a/b/" → "b".

@@ -45,13 +45,22 @@ std::string Progress::line() const {
   const std::uint64_t done = objects_.load(std::memory_order_relaxed) +
                              skipped_.load(std::memory_order_relaxed) +
                              failed_.load(std::memory_order_relaxed);
+  const std::uint64_t total_objects = total_objects_.load(std::memory_order_relaxed);
   const double rate = elapsed > 0 ? static_cast<double>(bytes) / elapsed : 0;
-  std::string text = absl::StrCat("[", done, "/", total_objects_, " objects] ", human_bytes(bytes),
-                                  "/", human_bytes(total_bytes_), ", ",
-                                  human_bytes(static_cast<std::uint64_t>(rate)), "/s");
-  if (rate > 0 && total_bytes_ > bytes) {
+  std::string text = absl::StrCat("[", done);
+  if (total_objects != kUnknown) absl::StrAppend(&text, "/", total_objects);
+  absl::StrAppend(&text, " objects] ", human_bytes(bytes));
+  if (total_bytes_ != kUnknown) absl::StrAppend(&text, "/", human_bytes(total_bytes_));
+  absl::StrAppend(&text, ", ", human_bytes(static_cast<std::uint64_t>(rate)), "/s");
+  if (total_bytes_ != kUnknown) {
+    if (rate > 0 && total_bytes_ > bytes) {
+      absl::StrAppend(&text, ", ETA ",
+                      seconds_text(static_cast<double>(total_bytes_ - bytes) / rate));
+    }
+  } else if (total_objects != kUnknown && done > 0 && total_objects > done) {
     absl::StrAppend(&text, ", ETA ",
-                    seconds_text(static_cast<double>(total_bytes_ - bytes) / rate));
+                    seconds_text(static_cast<double>(total_objects - done) * elapsed /
+                                 static_cast<double>(done)));
   }
   return text;
 }
@@ -67,17 +76,31 @@ void Progress::draw_loop() {
   }
 }
 
-void Progress::finish() {
+bool Progress::stop_line() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
-    if (finished_) return;
+    if (finished_) return false;
     finished_ = true;
   }
   cv_.notify_all();
   if (drawer_.joinable()) drawer_.join();
+  if (io_.terminal && !io_.quiet) std::fputs("\r\x1b[K", io_.err);
+  return true;
+}
+
+void Progress::stop() {
+  if (stop_line()) std::fflush(io_.err);
+}
+
+void Progress::finish(const std::string& detail) {
+  stop_line();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (summarized_) return;
+    summarized_ = true;
+  }
   if (io_.quiet) return;
-  if (io_.terminal) std::fputs("\r\x1b[K", io_.err);
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const std::uint64_t bytes = bytes_.load();
@@ -92,6 +115,7 @@ void Progress::finish() {
   }
   if (skipped_.load() > 0) absl::StrAppend(&text, "; ", skipped_.load(), " skipped (existed)");
   if (failed_.load() > 0) absl::StrAppend(&text, "; ", failed_.load(), " failed");
+  if (!detail.empty()) absl::StrAppend(&text, "; ", detail);
   std::fprintf(io_.err, "%s\n", text.c_str());
   std::fflush(io_.err);
 }
