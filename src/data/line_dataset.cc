@@ -12,7 +12,6 @@
 #include "data/byte_tensor.h"
 #include "data/record_cursor.h"
 #include "shards/lines.h"
-#include "shards/listing.h"
 
 namespace dataflux {
 namespace internal {
@@ -39,37 +38,26 @@ FetchBuffer tensor_buffer(std::uint64_t size) {
 
 LineDataset::LineDataset(const std::string& url, LineDatasetOptions options)
     : state_(std::make_unique<internal::LineStreamState>()) {
-  std::vector<std::string> urls = {url};
-  urls.insert(urls.end(), options.more_urls().begin(), options.more_urls().end());
-  auto listing = value_or_throw(internal::list_under(
-      urls, options.store(), with_retry(options.store_options(), options.retry()),
-      options.listing_workers(), /*shards_only=*/false));
-  int rank = options.rank(), world_size = options.world_size();
-  throw_if_error(internal::resolve_partition(&rank, &world_size));
-  if (listing.shards.size() < static_cast<std::size_t>(world_size)) {
-    throw Error(absl::InvalidArgumentError(absl::StrCat(
-        "LineDataset ", listing.location, ": ", listing.shards.size(), " objects cannot feed ",
-        world_size, " ranks (each rank reads whole objects); split the data into more files")));
-  }
-  FetchOptions fetch;
-  fetch.max_requests_in_flight = options.max_requests_in_flight();
-  fetch.max_bytes_in_flight = options.max_bytes_in_flight();
-  fetch.range_size = options.range_size();
-  fetch.disable_compose = true;
+  internal::RecordSourceOptions o;
+  o.kind = "LineDataset";
+  o.unit = "objects";
+  o.urls = {url};
+  o.urls.insert(o.urls.end(), options.more_urls().begin(), options.more_urls().end());
+  o.shards_only = false;
+  o.store = options.store();
+  o.store_options = with_retry(options.store_options(), options.retry());
+  o.listing_workers = options.listing_workers();
+  o.rank = options.rank();
+  o.world_size = options.world_size();
+  o.seed = options.seed();
+  o.shuffle = options.shuffle();
+  o.shuffle_buffer = options.shuffle_buffer();
+  o.sources_in_flight = options.objects_in_flight();
+  o.max_bytes_in_flight = options.max_bytes_in_flight();
+  o.range_size = options.range_size();
+  o.max_requests_in_flight = options.max_requests_in_flight();
   auto& c = state_->cursor;
-  c.location = listing.location;
-  c.kind = "LineDataset";
-  c.fetcher = std::make_shared<Fetcher>(listing.store, listing.bucket, fetch);
-  c.sources = std::move(listing.shards);
-  c.fingerprint = internal::RecordCursor<LineRecord>::fingerprint_of(c.sources);
-  c.seed = options.seed();
-  c.shuffle = options.shuffle();
-  c.shuffle_buffer = options.shuffle_buffer();
-  c.rank = rank;
-  c.world_size = world_size;
-  c.prefetch.window_objects = std::max<std::size_t>(1, options.objects_in_flight());
-  c.prefetch.window_bytes = options.max_bytes_in_flight();
-  c.prefetch.chunk_objects = 1;
+  ShardListing listing = c.open(o);
   c.allocate = internal::tensor_buffer;
   state_->transform = options.transform();
   auto store = listing.store;
@@ -108,8 +96,7 @@ LineDataset::LineDataset(const std::string& url, LineDatasetOptions options)
               &object, line, offset});
         });
   };
-  std::lock_guard<std::mutex> lock(c.mu);
-  c.start_epoch(0);
+  c.set_epoch_locked(0);
 }
 
 LineDataset::LineDataset(LineDataset&&) noexcept = default;
@@ -140,31 +127,16 @@ torch::optional<std::vector<torch::data::Example<>>> LineDataset::get_batch(size
 
 torch::optional<size_t> LineDataset::size() const { return torch::nullopt; }
 
-void LineDataset::reset() {
-  std::lock_guard<std::mutex> lock(state_->cursor.mu);
-  state_->cursor.reset();
-}
-void LineDataset::set_epoch(std::uint64_t epoch) {
-  std::lock_guard<std::mutex> lock(state_->cursor.mu);
-  state_->cursor.start_epoch(epoch);
-  state_->cursor.fresh = true;
-}
+void LineDataset::reset() { state_->cursor.reset_locked(); }
+void LineDataset::set_epoch(std::uint64_t epoch) { state_->cursor.set_epoch_locked(epoch); }
 void LineDataset::save(torch::serialize::OutputArchive& archive) const {
-  std::lock_guard<std::mutex> lock(state_->cursor.mu);
-  state_->cursor.save(archive, internal::kKey);
+  state_->cursor.save_locked(archive, internal::kKey);
 }
 void LineDataset::load(torch::serialize::InputArchive& archive) {
-  std::lock_guard<std::mutex> lock(state_->cursor.mu);
-  state_->cursor.load(archive, internal::kKey);
+  state_->cursor.load_locked(archive, internal::kKey);
 }
-std::uint64_t LineDataset::epoch() const {
-  std::lock_guard<std::mutex> lock(state_->cursor.mu);
-  return state_->cursor.epoch;
-}
-std::size_t LineDataset::position() const {
-  std::lock_guard<std::mutex> lock(state_->cursor.mu);
-  return state_->cursor.position;
-}
+std::uint64_t LineDataset::epoch() const { return state_->cursor.epoch_locked(); }
+std::size_t LineDataset::position() const { return state_->cursor.position_locked(); }
 const std::vector<ObjectEntry>& LineDataset::objects() const { return state_->cursor.sources; }
 
 }  // namespace dataflux

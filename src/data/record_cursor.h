@@ -8,6 +8,7 @@
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -19,10 +20,32 @@
 #include "dataflux/crc32c.h"
 #include "dataflux/error.h"
 #include "dataflux/fetch.h"
+#include "dataflux/open_store.h"
+#include "shards/listing.h"
 #include "shards/order.h"
 #include "shards/record_stream.h"
 
 namespace dataflux::internal {
+
+// What a record dataset's options say about its sources, order and read-ahead.
+struct RecordSourceOptions {
+  std::string kind;  // "ShardDataset", for messages
+  std::string unit;  // "shards", "objects": what ranks split
+  std::vector<std::string> urls;
+  bool shards_only = true;
+  std::shared_ptr<ObjectStore> store;
+  StoreOptions store_options;  // with the retry options applied
+  int listing_workers = 0;
+  int rank = -1;
+  int world_size = -1;
+  std::uint64_t seed = 0;
+  bool shuffle = false;
+  std::size_t shuffle_buffer = 0;
+  std::size_t sources_in_flight = 4;
+  std::uint64_t max_bytes_in_flight = 512ull << 20;
+  std::uint64_t range_size = 16ull << 20;
+  std::size_t max_requests_in_flight = 64;
+};
 
 template <typename R>
 struct RecordCursor {
@@ -50,6 +73,72 @@ struct RecordCursor {
   std::vector<std::size_t> order;     // this rank's sources this epoch; guarded by mu
   bool fresh = true;                  // the next reset() keeps the position; guarded by mu
   std::unique_ptr<Stream> stream;     // guarded by mu
+
+  // Lists the sources, resolves and checks the partition (every rank needs a source), and
+  // sets up the fetcher and read-ahead; `parse` and `allocate` are the caller's. Throws Error.
+  // Returns the listing (its store and bucket; its sources moved into `sources`).
+  ShardListing open(const RecordSourceOptions& o) {
+    ShardListing listing = value_or_throw(
+        list_under(o.urls, o.store, o.store_options, o.listing_workers, o.shards_only));
+    rank = o.rank;
+    world_size = o.world_size;
+    throw_if_error(resolve_partition(&rank, &world_size));
+    if (listing.shards.size() < static_cast<std::size_t>(world_size)) {
+      throw Error(absl::InvalidArgumentError(
+          absl::StrCat(o.kind, " ", listing.location, ": ", listing.shards.size(), " ", o.unit,
+                       " cannot feed ", world_size, " ranks (each rank reads whole ", o.unit,
+                       "); write smaller ", o.unit, " (more of them)")));
+    }
+    FetchOptions fetch;
+    fetch.max_requests_in_flight = o.max_requests_in_flight;
+    fetch.max_bytes_in_flight = o.max_bytes_in_flight;
+    fetch.range_size = o.range_size;
+    fetch.disable_compose = true;  // large objects: parallel ranges, never composites
+    location = listing.location;
+    kind = o.kind;
+    fetcher = std::make_shared<Fetcher>(listing.store, listing.bucket, fetch);
+    sources = std::move(listing.shards);
+    listing.shards.clear();
+    fingerprint = fingerprint_of(sources);
+    seed = o.seed;
+    shuffle = o.shuffle;
+    shuffle_buffer = o.shuffle_buffer;
+    prefetch.window_objects = std::max<std::size_t>(1, o.sources_in_flight);
+    prefetch.window_bytes = o.max_bytes_in_flight;
+    prefetch.chunk_objects = 1;
+    return listing;
+  }
+
+  // The datasets' public methods, each under the lock.
+  void reset_locked() {
+    std::lock_guard<std::mutex> lock(mu);
+    reset();
+  }
+  void set_epoch_locked(std::uint64_t e) {
+    std::lock_guard<std::mutex> lock(mu);
+    start_epoch(e);
+    fresh = true;
+  }
+  void save_locked(torch::serialize::OutputArchive& archive, const char* key) const {
+    std::lock_guard<std::mutex> lock(mu);
+    save(archive, key);
+  }
+  void load_locked(torch::serialize::InputArchive& archive, const char* key) {
+    std::lock_guard<std::mutex> lock(mu);
+    load(archive, key);
+  }
+  std::uint64_t epoch_locked() const {
+    std::lock_guard<std::mutex> lock(mu);
+    return epoch;
+  }
+  std::uint64_t position_locked() const {
+    std::lock_guard<std::mutex> lock(mu);
+    return position;
+  }
+  std::vector<std::size_t> order_locked() const {
+    std::lock_guard<std::mutex> lock(mu);
+    return order;
+  }
 
   static std::uint64_t fingerprint_of(const std::vector<ObjectEntry>& objects) {
     std::uint32_t crc = 0;

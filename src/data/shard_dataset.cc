@@ -195,51 +195,34 @@ absl::Status parse_shard(const std::string& url, const FetchBuffer& bytes, std::
 
 ShardDataset::ShardDataset(const std::string& url, ShardDatasetOptions options)
     : state_(std::make_unique<internal::ShardStreamState>()) {
-  std::vector<std::string> urls = {url};
-  urls.insert(urls.end(), options.more_urls().begin(), options.more_urls().end());
-  auto listing = value_or_throw(list_shards(urls, options.store(),
-                                            with_retry(options.store_options(), options.retry()),
-                                            options.listing_workers()));
-  int rank = options.rank(), world_size = options.world_size();
-  throw_if_error(internal::resolve_partition(&rank, &world_size));
-  if (listing.shards.size() < static_cast<std::size_t>(world_size)) {
-    throw Error(absl::InvalidArgumentError(absl::StrCat(
-        "ShardDataset ", listing.location, ": ", listing.shards.size(), " shards cannot feed ",
-        world_size,
-        " ranks (each rank reads whole shards); write smaller shards (ShardWriterOptions "
-        "max_count or max_size, or dataflux pack --maxcount)")));
-  }
-  auto& s = *state_;
-  s.convert.configure(absl::StrCat("ShardDataset ", listing.location), options.fields(),
-                      options.transform(), options.decode_images(), options.missing_field());
-
-  FetchOptions fetch;
-  fetch.max_requests_in_flight = options.max_requests_in_flight();
-  fetch.max_bytes_in_flight = options.max_bytes_in_flight();
-  fetch.range_size = options.range_size();
-  fetch.disable_compose = true;  // shards are large: parallel ranges, never composites
-  auto& c = s.cursor;
-  c.location = listing.location;
-  c.kind = "ShardDataset";
-  c.fetcher = std::make_shared<Fetcher>(listing.store, listing.bucket, fetch);
-  c.sources = std::move(listing.shards);
-  c.fingerprint = internal::RecordCursor<ShardSample>::fingerprint_of(c.sources);
-  c.seed = options.seed();
-  c.shuffle = options.shuffle();
-  c.shuffle_buffer = options.shuffle_buffer();
-  c.rank = rank;
-  c.world_size = world_size;
-  c.prefetch.window_objects = std::max<std::size_t>(1, options.shards_in_flight());
-  c.prefetch.window_bytes = options.max_bytes_in_flight();
-  c.prefetch.chunk_objects = 1;
+  internal::RecordSourceOptions o;
+  o.kind = "ShardDataset";
+  o.unit = "shards";
+  o.urls = {url};
+  o.urls.insert(o.urls.end(), options.more_urls().begin(), options.more_urls().end());
+  o.store = options.store();
+  o.store_options = with_retry(options.store_options(), options.retry());
+  o.listing_workers = options.listing_workers();
+  o.rank = options.rank();
+  o.world_size = options.world_size();
+  o.seed = options.seed();
+  o.shuffle = options.shuffle();
+  o.shuffle_buffer = options.shuffle_buffer();
+  o.sources_in_flight = options.shards_in_flight();
+  o.max_bytes_in_flight = options.max_bytes_in_flight();
+  o.range_size = options.range_size();
+  o.max_requests_in_flight = options.max_requests_in_flight();
+  auto& c = state_->cursor;
+  ShardListing listing = c.open(o);
+  state_->convert.configure(absl::StrCat("ShardDataset ", listing.location), options.fields(),
+                            options.transform(), options.decode_images(), options.missing_field());
   auto store = listing.store;
   auto bucket = listing.bucket;
   c.parse = [store, bucket](std::size_t, const ObjectEntry& object, const FetchBuffer& bytes,
                             std::uint64_t size, std::vector<ShardSample>* out) {
     return internal::parse_shard(store->url(bucket, object.name), bytes, size, out);
   };
-  std::lock_guard<std::mutex> lock(c.mu);
-  c.start_epoch(0);
+  c.set_epoch_locked(0);
 }
 
 ShardDataset::ShardDataset(ShardDataset&&) noexcept = default;
@@ -265,38 +248,18 @@ torch::optional<std::vector<torch::data::Example<>>> ShardDataset::get_batch(siz
 
 torch::optional<size_t> ShardDataset::size() const { return torch::nullopt; }
 
-void ShardDataset::reset() {
-  std::lock_guard<std::mutex> lock(state_->cursor.mu);
-  state_->cursor.reset();
-}
-
-void ShardDataset::set_epoch(std::uint64_t epoch) {
-  std::lock_guard<std::mutex> lock(state_->cursor.mu);
-  state_->cursor.start_epoch(epoch);
-  state_->cursor.fresh = true;
-}
-
+void ShardDataset::reset() { state_->cursor.reset_locked(); }
+void ShardDataset::set_epoch(std::uint64_t epoch) { state_->cursor.set_epoch_locked(epoch); }
 void ShardDataset::save(torch::serialize::OutputArchive& archive) const {
-  std::lock_guard<std::mutex> lock(state_->cursor.mu);
-  state_->cursor.save(archive, internal::kKey);
+  state_->cursor.save_locked(archive, internal::kKey);
 }
-
 void ShardDataset::load(torch::serialize::InputArchive& archive) {
-  std::lock_guard<std::mutex> lock(state_->cursor.mu);
-  state_->cursor.load(archive, internal::kKey);
+  state_->cursor.load_locked(archive, internal::kKey);
 }
-
-std::uint64_t ShardDataset::epoch() const {
-  std::lock_guard<std::mutex> lock(state_->cursor.mu);
-  return state_->cursor.epoch;
-}
-std::size_t ShardDataset::position() const {
-  std::lock_guard<std::mutex> lock(state_->cursor.mu);
-  return state_->cursor.position;
-}
+std::uint64_t ShardDataset::epoch() const { return state_->cursor.epoch_locked(); }
+std::size_t ShardDataset::position() const { return state_->cursor.position_locked(); }
 std::vector<std::size_t> ShardDataset::epoch_shards() const {
-  std::lock_guard<std::mutex> lock(state_->cursor.mu);
-  return state_->cursor.order;
+  return state_->cursor.order_locked();
 }
 const std::vector<ObjectEntry>& ShardDataset::shards() const { return state_->cursor.sources; }
 
