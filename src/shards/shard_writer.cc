@@ -114,13 +114,12 @@ class ShardWriterImpl : public ShardWriter {
     return s;
   }
 
-  // Abandons the open shard: its upload is aborted, so nothing is published.
+  // Abandons the open shard: nothing is published. The Uploader's destructor aborts it within
+  // the library's destructor budget (a dead network cannot hold a destructor here); what it
+  // could not delete is cleanup's.
   void discard() {
     tar_.reset();
-    if (upload_) {
-      (void)upload_->abort();
-      upload_.reset();
-    }
+    upload_.reset();
   }
 
   std::string shard_name(int number) const {
