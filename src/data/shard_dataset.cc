@@ -174,7 +174,9 @@ FetchBuffer tensor_buffer(std::uint64_t size) {
 
 absl::Status parse_shard(const std::string& url, const FetchBuffer& bytes, std::uint64_t size,
                          std::vector<ShardSample>* out) {
-  TarSampleReader reader(bytes.data, size, url, tensor_buffer);
+  // The shard arrived in a tensor (`allocate`): members of a plain tar become views of it.
+  const at::Tensor& shard = *std::static_pointer_cast<at::Tensor>(bytes.owner);
+  TarSampleReader reader(bytes.data, size, url, tensor_buffer, bytes.owner);
   while (true) {
     auto next = reader.next();
     if (!next.ok()) return next.status();
@@ -183,8 +185,10 @@ absl::Status parse_shard(const std::string& url, const FetchBuffer& bytes, std::
     sample.key = std::move((*next)->key);
     sample.shard = url;
     for (auto& f : (*next)->fields) {
-      sample.fields.emplace_back(std::move(f.name),
-                                 *std::static_pointer_cast<at::Tensor>(f.buffer.owner));
+      at::Tensor t = f.view_offset ? shard.narrow(0, static_cast<std::int64_t>(*f.view_offset),
+                                                  static_cast<std::int64_t>(f.size))
+                                   : *std::static_pointer_cast<at::Tensor>(f.buffer.owner);
+      sample.fields.emplace_back(std::move(f.name), std::move(t));
     }
     out->push_back(std::move(sample));
   }
@@ -214,6 +218,7 @@ ShardDataset::ShardDataset(const std::string& url, ShardDatasetOptions options)
   o.max_requests_in_flight = options.max_requests_in_flight();
   auto& c = state_->cursor;
   ShardListing listing = c.open(o);
+  c.allocate = internal::tensor_buffer;  // shards land in tensors that samples view
   state_->convert.configure(absl::StrCat("ShardDataset ", listing.location), options.fields(),
                             options.transform(), options.decode_images(), options.missing_field());
   auto store = listing.store;

@@ -3,6 +3,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/ascii.h"
@@ -82,8 +83,12 @@ std::string_view shard_suffix(ShardCompression compression) {
 // ---- reading ---------------------------------------------------------------------------------
 
 TarSampleReader::TarSampleReader(const char* data, std::size_t size, std::string what,
-                                 FetchAllocator allocate)
-    : data_(data), size_(size), what_(std::move(what)), allocate_(std::move(allocate)) {}
+                                 FetchAllocator allocate, std::shared_ptr<void> owner)
+    : data_(data),
+      size_(size),
+      what_(std::move(what)),
+      allocate_(std::move(allocate)),
+      owner_(std::move(owner)) {}
 
 TarSampleReader::~TarSampleReader() {
   if (archive_ != nullptr) archive_read_free(archive_);
@@ -142,16 +147,51 @@ absl::StatusOr<std::optional<TarSample>> TarSampleReader::next() {
     TarField out;
     out.name = std::move(split->second);
     out.size = static_cast<std::uint64_t>(archive_entry_size(entry));
-    out.buffer = allocate_(out.size);
+    // Blocks, not archive_read_data: for a plain tar in memory libarchive hands out pointers
+    // into the shard itself, so a member that arrives whole in place becomes a view of the
+    // shard's buffer (no copy, no allocation); anything else (compressed, split) is copied.
     std::uint64_t got = 0;
-    while (got < out.size) {
-      const la_ssize_t n = archive_read_data(archive_, out.buffer.data + got, out.size - got);
-      if (n < 0) {
+    bool allocated = false;
+    while (true) {
+      const void* block = nullptr;
+      std::size_t length = 0;
+      la_int64_t offset = 0;
+      const int brc = archive_read_data_block(archive_, &block, &length, &offset);
+      if (brc == ARCHIVE_EOF) break;
+      if (brc != ARCHIVE_OK && brc != ARCHIVE_WARN) {
         failed_ = error("read the data of");
         return failed_;
       }
-      if (n == 0) break;
-      got += static_cast<std::uint64_t>(n);
+      const auto at = static_cast<std::uint64_t>(offset);
+      if (at > out.size || length > out.size - at) {
+        failed_ = error("read past the end of");
+        return failed_;
+      }
+      const char* p = static_cast<const char*>(block);
+      if (!allocated && got == 0 && at == 0 && length == out.size && owner_ && p >= data_ &&
+          p + length <= data_ + size_) {
+        out.buffer = FetchBuffer{const_cast<char*>(p), owner_};
+        out.view_offset = static_cast<std::uint64_t>(p - data_);
+        got = length;
+        continue;
+      }
+      if (!allocated) {
+        if (out.view_offset) {  // a view, then more blocks: copy after all
+          const FetchBuffer view = out.buffer;
+          out.buffer = allocate_(out.size);
+          std::memcpy(out.buffer.data, view.data, got);
+          out.view_offset.reset();
+        } else {
+          out.buffer = allocate_(out.size);
+        }
+        allocated = true;
+      }
+      if (at > got) std::memset(out.buffer.data + got, 0, at - got);  // a sparse hole
+      if (length > 0) std::memcpy(out.buffer.data + at, p, length);
+      got = std::max(got, at + length);
+    }
+    if (got < out.size && !allocated && !out.view_offset) {
+      out.buffer = allocate_(out.size);  // an empty member, or one cut short (refused below)
     }
     if (got != out.size) {
       failed_ = absl::DataLossError(absl::StrCat(

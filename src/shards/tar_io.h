@@ -39,8 +39,11 @@ absl::Status validate_field_name(std::string_view field);
 
 struct TarField {
   std::string name;  // "jpg", "cls", "seg.png"
+  // The bytes: either a buffer of their own, or (view_offset set) a view into the shard's
+  // memory at that offset, kept alive by the reader's `owner`.
   FetchBuffer buffer;
   std::uint64_t size = 0;
+  std::optional<std::uint64_t> view_offset;
 };
 
 struct TarSample {
@@ -60,8 +63,10 @@ std::string_view shard_suffix(ShardCompression compression);  // ".tar", ".tar.g
 // corrupt shard is DataLoss, never a short epoch.
 class TarSampleReader {
  public:
-  // `allocate(size)` returns where a member's bytes go (a tensor's storage, say).
-  TarSampleReader(const char* data, std::size_t size, std::string what, FetchAllocator allocate);
+  // `allocate(size)` returns where a member's bytes go (a tensor's storage, say). With an
+  // `owner` that keeps `data` alive, members of a plain tar are views into `data` instead.
+  TarSampleReader(const char* data, std::size_t size, std::string what, FetchAllocator allocate,
+                  std::shared_ptr<void> owner = nullptr);
   ~TarSampleReader();
   TarSampleReader(const TarSampleReader&) = delete;
   TarSampleReader& operator=(const TarSampleReader&) = delete;
@@ -77,6 +82,7 @@ class TarSampleReader {
   std::size_t size_;
   std::string what_;
   FetchAllocator allocate_;
+  std::shared_ptr<void> owner_;
   struct archive* archive_ = nullptr;
   bool opened_ = false;
   bool ended_ = false;

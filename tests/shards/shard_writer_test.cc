@@ -377,6 +377,40 @@ TEST_F(TarPeers, GnuTarAndTarfileReadOurShards) {
   }
 }
 
+TEST(TarSampleReader, MembersOfAPlainTarAreViewsOfTheShardWhenItHasAnOwner) {
+  char tmpl[] = "/tmp/dataflux-views-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  const auto samples = make_samples(5);
+  for (const std::string compression : {"", "gz"}) {
+    ShardWriterOptions o;
+    o.compression = compression;
+    auto w = ShardWriter::create(dir + "/v" + compression, o);
+    ASSERT_TRUE(w.ok()) << w.status();
+    ASSERT_TRUE(write_all(**w, samples).ok());
+    auto shards = (*w)->close();
+    ASSERT_TRUE(shards.ok()) << shards.status();
+    auto bytes = std::make_shared<std::string>(
+        slurp(StorageUrl::parse(shards->at(0).url)->object.insert(0, "/")));
+    internal::TarSampleReader reader(bytes->data(), bytes->size(), "v", heap, bytes);
+    std::size_t i = 0;
+    while (true) {
+      auto next = reader.next();
+      ASSERT_TRUE(next.ok()) << next.status();
+      if (!next->has_value()) break;
+      ASSERT_LT(i, samples.size());
+      for (const auto& f : (*next)->fields) {
+        EXPECT_EQ(std::string(f.buffer.data, f.size), samples[i].fields.at(f.name));
+        // Plain: a view at the member's offset; compressed: bytes of their own.
+        EXPECT_EQ(f.view_offset.has_value(), compression.empty()) << f.name;
+        if (f.view_offset) EXPECT_EQ(f.buffer.data, bytes->data() + *f.view_offset);
+      }
+      ++i;
+    }
+    EXPECT_EQ(i, samples.size());
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // ---- damaged shards --------------------------------------------------------------------------
 
 TEST(DamagedShards, TruncatedAndCorruptShardsAreDataLossNamingShardAndMember) {
