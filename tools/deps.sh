@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config libtorch-dev libcurl4-openssl-dev libssl-dev
           libabsl-dev rapidjson-dev libgtest-dev libgmock-dev libbenchmark-dev
           libcpp-httplib-dev libexpat1-dev libcli11-dev libarchive-dev
-          libturbojpeg0-dev libpng-dev tar python3 python3-crc32c python3-boto3 python3-torch
+          libturbojpeg0-dev libpng-dev tar gzip zstd python3 python3-crc32c python3-boto3 python3-torch
           zlib1g-dev clang-format ca-certificates)
 missing=()
 for p in "${packages[@]}"; do
