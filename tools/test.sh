@@ -41,9 +41,15 @@ run_ctest() {
 run_gtest() {
   local log ok bad
   log=$(mktemp)
+  local rc
   "$1" --gtest_brief=1 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
   ok=$(sed -nE 's/^\[  PASSED  \] ([0-9]+) tests?\.$/\1/p' "$log" | tail -1)
-  bad=$(sed -nE 's/^\[  FAILED  \] ([0-9]+) tests?, listed below:$/\1/p' "$log" | tail -1)
+  # --gtest_brief prints each failure as "[  FAILED  ] Suite.Name (N ms)" and no "listed below"
+  # summary, so failures are counted from those lines (and a failing exit counts at least one).
+  bad=$(grep -cE '^\[  FAILED  \] [^ ]+.* \([0-9]+ ms\)$' "$log" || true)
+  if [ "$rc" -ne 0 ] && [ "${bad:-0}" -eq 0 ]; then bad=1; fi
+  [ "${bad:-0}" -eq 0 ] && bad=""
   if [ -z "$ok" ] && [ -z "$bad" ]; then
     failed=$((failed + 1))
     echo "test.sh: no gtest summary from $1"

@@ -159,13 +159,16 @@ TEST(HttpTransportLimitsTest, QueuedRequestsStartInSubmissionOrder) {
 }
 
 TEST(HttpTransportLimitsTest, WaitingForAPerHostConnectionIsNotAStall) {
-  SleepyServer server(100);
+  // Each request takes 50 ms on the one connection, so the last of 10 waits ~450 ms: well past
+  // the 300 ms stall timeout, which a request being served (50 ms, slower under TSan) stays
+  // far below. (150 ms against 100 ms was too close under ThreadSanitizer in CI.)
+  SleepyServer server(50);
   TransportOptions options;
   options.max_connections_per_host = 1;  // requests queue inside curl for the one connection
-  options.stall_timeout = std::chrono::milliseconds(150);
+  options.stall_timeout = std::chrono::milliseconds(300);
   HttpTransport transport(options);
   std::vector<std::future<HttpResponse>> futures;
-  for (int i = 0; i < 4; ++i) futures.push_back(transport.submit(get(server.url(i))));
+  for (int i = 0; i < 10; ++i) futures.push_back(transport.submit(get(server.url(i))));
   for (auto& f : futures) {
     ASSERT_EQ(f.wait_for(std::chrono::seconds(10)), std::future_status::ready);
     auto resp = f.get();
