@@ -167,7 +167,8 @@ TEST(PackFailure, AFailureHalfWayLeavesNoShards) {
   auto store = make_gcs_store(go);
   ASSERT_TRUE(store.ok()) << store.status();
   for (int i = 0; i < 6; ++i) {
-    ASSERT_TRUE((*emu)->put_object("pack-failure", "src/cat/" + std::to_string(i) + ".jpg", "JPEG").ok());
+    ASSERT_TRUE(
+        (*emu)->put_object("pack-failure", "src/cat/" + std::to_string(i) + ".jpg", "JPEG").ok());
   }
   // Once the first shard is stored, every read is refused.
   emulator::Emulator* e = emu->get();

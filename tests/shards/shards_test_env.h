@@ -11,13 +11,13 @@
 #include <memory>
 #include <string>
 
+#include "../torch/backends.h"
 #include "dataflux/gcs.h"
 #include "dataflux/object_store.h"
 #include "dataflux/open_store.h"
 #include "dataflux/s3.h"
 #include "dataflux/url.h"
 #include "emulator/emulator.h"
-#include "../torch/backends.h"
 
 namespace dataflux::testing {
 
