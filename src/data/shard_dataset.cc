@@ -373,13 +373,18 @@ std::vector<torch::data::Example<>> ShardMapDataset::get_batch(c10::ArrayRef<siz
                                              " has ", s.samples.size(), " samples")));
     }
   }
+  // Every buffer first: an allocation that fails then fails the batch before any read is in
+  // flight, instead of leaving reads writing into buffers this frame no longer owns.
   std::vector<at::Tensor> bytes(indices.size());
+  for (std::size_t k = 0; k < indices.size(); ++k) {
+    const auto [shard, entry] = s.samples[indices[k]];
+    bytes[k] = internal::byte_tensor(s.indexes[shard].samples[entry].size);
+  }
   auto latch = std::make_shared<internal::BatchLatch>(indices.size());
   for (std::size_t k = 0; k < indices.size(); ++k) {
     const auto [shard, entry] = s.samples[indices[k]];
     const ShardIndex& index = s.indexes[shard];
     const ShardIndexEntry& e = index.samples[entry];
-    bytes[k] = internal::byte_tensor(e.size);
     ReadObjectRequest r;
     r.bucket = s.bucket;
     r.object = s.shards[shard].name;
@@ -387,15 +392,17 @@ std::vector<torch::data::Example<>> ShardMapDataset::get_batch(c10::ArrayRef<siz
     r.length = e.size;
     if (index.generation != 0) r.generation = index.generation;
     r.etag = index.etag;  // S3: the version the index describes, or a clear error
-    s.store->read_object_async(r, static_cast<char*>(bytes[k].data_ptr()), e.size,
-                               [latch, k, size = e.size](absl::StatusOr<ReadObjectResult> got) {
-                                 absl::Status status = got.status();
-                                 if (got.ok() && got->bytes != size) {
-                                   status = absl::DataLossError(absl::StrCat(
-                                       "short read: ", got->bytes, " of ", size, " bytes"));
-                                 }
-                                 latch->done(k, std::move(status));
-                               });
+    s.store->read_object_async(
+        r, static_cast<char*>(bytes[k].data_ptr()), e.size,
+        // The callback holds the buffer: it outlives this frame.
+        [latch, k, size = e.size, buffer = bytes[k]](absl::StatusOr<ReadObjectResult> got) {
+          absl::Status status = got.status();
+          if (got.ok() && got->bytes != size) {
+            status = absl::DataLossError(
+                absl::StrCat("short read: ", got->bytes, " of ", size, " bytes"));
+          }
+          latch->done(k, std::move(status));
+        });
   }
   const auto statuses = latch->wait();
   std::vector<torch::data::Example<>> out;
