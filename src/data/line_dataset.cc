@@ -1,10 +1,10 @@
 // LineDataset: text objects streamed through the record pipeline (shards/record_stream.h).
 #include "dataflux/line_dataset.h"
 
+#include <ATen/ops/from_blob.h>
 #include <ATen/ops/scalar_tensor.h>
 
 #include <algorithm>
-#include <cstring>
 #include <mutex>
 #include <utility>
 
@@ -77,8 +77,11 @@ LineDataset::LineDataset(const std::string& url, LineDatasetOptions options)
     if (internal::is_compressed(bytes.data, size)) {
       auto plain = internal::decompress(bytes.data, size, url);
       if (!plain.ok()) return plain.status();
-      text = internal::byte_tensor(plain->size());
-      if (!plain->empty()) std::memcpy(text.data_ptr(), plain->data(), plain->size());
+      // The decompressed string becomes the tensor's storage, not a copy of it.
+      auto owned = std::make_shared<std::string>(std::move(*plain));
+      text = at::from_blob(
+          owned->data(), {static_cast<std::int64_t>(owned->size())},
+          [owned](void*) mutable { owned.reset(); }, at::kByte);
     }
     const std::string_view view(static_cast<const char*>(text.data_ptr()),
                                 static_cast<std::size_t>(text.numel()));
