@@ -407,7 +407,9 @@ TEST(TarSampleReader, MembersOfAPlainTarAreViewsOfTheShardWhenItHasAnOwner) {
         EXPECT_EQ(std::string(f.buffer.data, f.size), samples[i].fields.at(f.name));
         // Plain: a view at the member's offset; compressed: bytes of their own.
         EXPECT_EQ(f.view_offset.has_value(), compression.empty()) << f.name;
-        if (f.view_offset) EXPECT_EQ(f.buffer.data, bytes->data() + *f.view_offset);
+        if (f.view_offset) {
+          EXPECT_EQ(f.buffer.data, bytes->data() + *f.view_offset);
+        }
       }
       ++i;
     }
